@@ -1,0 +1,26 @@
+"""The error hierarchy. Every error names what is wrong and says what to do."""
+
+
+class CloverError(Exception):
+    """Base class of every error clover-struct raises on purpose."""
+
+
+class CheckpointError(CloverError):
+    """A model directory, config, tensor or tokenizer is missing, corrupt or mismatched."""
+
+
+class SchemaError(CloverError):
+    """A schema uses a construct that cannot be laid out as a canvas."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"field `{path or '<root>'}`: {message}")
+
+
+class ExtractionError(CloverError):
+    """No valid value could be decoded for a field (or the input cannot be decoded at all)."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"field `{path or '<root>'}`: {reason}")

@@ -1,0 +1,208 @@
+"""Hugging Face style model directories: load and save.
+
+A directory holds `config.json`, `model.safetensors` (or shards listed in
+`model.safetensors.index.json`) and optionally `tokenizer.json`. Only
+safetensors is read (memory-mapped; nothing is unpickled, nothing downloaded).
+Checkpoint names map onto module names through the table below; experts may be
+stored fused or one tensor per expert, under an optional
+`model.language_model.` prefix. Every key and shape is checked, and an error
+names the file and tensor and says what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from clover_struct.errors import CheckpointError
+
+from .config import ModelConfig
+from .model import CloverModel
+from .tokenizer import Tokenizer
+
+# Prefixes that official multimodal checkpoints put in front of the text model.
+PREFIXES = {"model.language_model.": "model.", "language_model.model.": "model.",
+            "language_model.lm_head.": "lm_head."}
+# Tensors that belong to other parts of such checkpoints (vision tower, multi-token prediction).
+IGNORED = re.compile(r"^(mtp\.|model\.visual\.|visual\.)")
+PER_EXPERT = re.compile(r"^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight$")
+FUSED = "model.layers.{}.mlp.experts.{}"  # + gate_up_proj [E, 2I, D] (gate rows first) / down_proj [E, D, I]
+
+
+def _files(root: Path) -> list[Path]:
+    index = root / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise CheckpointError(f"{index}: not a valid index (needs a 'weight_map' object): {e}") from e
+        files = [root / f for f in dict.fromkeys(weight_map.values())]
+        for f in files:
+            if not f.is_file():
+                raise CheckpointError(f"{index} lists {f.name}, which is missing from {root}")
+        return files
+    single = root / "model.safetensors"
+    if single.is_file():
+        return [single]
+    if any(root.glob("*.bin")) or any(root.glob("*.pt")) or any(root.glob("*.pth")):
+        raise CheckpointError(f"{root}: only pickle weights (.bin/.pt) found; they are never loaded. "
+                              "Convert them to safetensors (model.safetensors) first")
+    raise CheckpointError(f"{root}: no model.safetensors or model.safetensors.index.json")
+
+
+def _read(files: list[Path]) -> dict[str, tuple[Path, object]]:
+    """Checkpoint name -> (file, open handle); tensors are fetched lazily (memory-mapped)."""
+    found = {}
+    for f in files:
+        try:
+            handle = safe_open(str(f), framework="pt", device="cpu")
+        except (SafetensorError, OSError) as e:
+            raise CheckpointError(f"{f}: not a readable safetensors file ({e}); "
+                                  "it may be truncated or corrupt: copy or convert it again") from e
+        for key in handle.keys():
+            found[key] = (f, handle)
+    return found
+
+
+def _canonical(key: str) -> str:
+    for old, new in PREFIXES.items():
+        if key.startswith(old):
+            return new + key[len(old):]
+    return key
+
+
+def _tensor(key: str, where) -> torch.Tensor:
+    f, handle = where
+    try:
+        return handle.get_tensor(key)
+    except (SafetensorError, OSError, RuntimeError) as e:
+        raise CheckpointError(f"{f}: tensor {key} cannot be read ({e}); the file may be truncated") from e
+
+
+def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, torch.Tensor]:
+    """Read and map every tensor onto the model's names, fusing per-expert tensors."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        expected.pop("lm_head.weight", None)
+    out, experts, unexpected = {}, defaultdict(dict), []
+    for key, where in _read(files).items():
+        name = _canonical(key)
+        if IGNORED.match(name):
+            continue
+        if m := PER_EXPERT.match(name):
+            experts[int(m[1])][(int(m[2]), m[3])] = (key, where)
+        elif name in expected:
+            out[name] = (key, where)
+        else:
+            unexpected.append(key)
+    if unexpected:
+        raise CheckpointError(f"{files[0].parent}: unexpected tensors {unexpected[:5]}"
+                              f"{' …' if len(unexpected) > 5 else ''}; they do not belong to a "
+                              f"{model.config.num_hidden_layers}-layer model with layer types "
+                              f"{sorted(set(model.config.layer_types))}")
+    tensors = {name: _tensor(key, where) for name, (key, where) in out.items()}
+    E = model.config.num_experts
+    for layer, parts in experts.items():
+        missing = [f"model.layers.{layer}.mlp.experts.{e}.{p}.weight" for e in range(E)
+                   for p in ("gate_proj", "up_proj", "down_proj") if (e, p) not in parts]
+        if missing:
+            raise CheckpointError(f"{files[0].parent}: missing per-expert tensors {missing[:3]} "
+                                  f"(config says {E} experts)")
+        get = lambda e, p: _tensor(*parts[(e, p)])  # noqa: E731
+        base = FUSED.format(layer, "")
+        tensors[base + "gate_up_proj"] = torch.stack([torch.cat([get(e, "gate_proj"), get(e, "up_proj")]) for e in range(E)])
+        tensors[base + "down_proj"] = torch.stack([get(e, "down_proj") for e in range(E)])
+    missing = sorted(set(expected) - set(tensors))
+    if missing:
+        raise CheckpointError(f"{files[0].parent}: missing tensors {missing[:5]}"
+                              f"{' …' if len(missing) > 5 else ''}")
+    for name, t in tensors.items():
+        if tuple(t.shape) != expected[name]:
+            raise CheckpointError(f"{files[0].parent}: tensor {name} has shape {tuple(t.shape)}, "
+                                  f"but config.json implies {expected[name]}")
+    return tensors
+
+
+def load_model(path: str | Path, *, device=None, dtype=None) -> CloverModel:
+    root = Path(path)
+    if not root.is_dir():
+        raise CheckpointError(f"{root}: not a model directory (expected config.json and model.safetensors)")
+    config = ModelConfig.from_file(root / "config.json")
+    tokenizer = Tokenizer.from_file(root / "tokenizer.json") if (root / "tokenizer.json").is_file() else None
+    if tokenizer is not None:
+        if tokenizer.vocab_size > config.vocab_size:
+            raise CheckpointError(f"{root}: tokenizer.json has {tokenizer.vocab_size} tokens but config.json "
+                                  f"vocab_size is {config.vocab_size}: the tokenizer belongs to another model")
+        for key, found in (("mask_token_id", tokenizer.mask_id), ("pad_token_id", tokenizer.pad_id),
+                           ("eos_token_id", tokenizer.eos_id)):
+            if getattr(config, key) is None:
+                setattr(config, key, found)
+    for key in ("mask_token_id", "pad_token_id", "eos_token_id"):
+        value = getattr(config, key)
+        if value is not None and not 0 <= value < config.vocab_size:
+            raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary "
+                                  f"of {config.vocab_size}")
+    device = torch.device(device or "cpu")
+    dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
+    with torch.device("meta"):
+        model = CloverModel(config, tokenizer)
+    tensors = state_dict_from_files(_files(root), model)
+    tensors = {k: v.to(device=device, dtype=dtype) for k, v in tensors.items()}
+    model.load_state_dict(tensors, strict=not config.tie_word_embeddings, assign=True)
+    model.reset_buffers(device)
+    model.source = str(root)
+    return model.eval()
+
+
+def save_model(model: CloverModel, path: str | Path, *, layout: str = "fused",
+               max_shard_bytes: int | None = None) -> Path:
+    """Write config.json, the weights (fused or per-expert, optionally sharded) and tokenizer.json."""
+    if layout not in ("fused", "per_expert"):
+        raise ValueError(f"layout must be 'fused' or 'per_expert', got {layout!r}")
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
+    tensors = {}
+    for name, t in model.state_dict().items():
+        t = t.detach().cpu().contiguous()
+        if name == "lm_head.weight" and model.config.tie_word_embeddings:
+            continue
+        if layout == "per_expert" and name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            base = name.rsplit(".", 1)[0]
+            for e, w in enumerate(t):
+                if name.endswith("gate_up_proj"):
+                    gate, up = w.chunk(2)
+                    tensors[f"{base}.{e}.gate_proj.weight"] = gate.clone()
+                    tensors[f"{base}.{e}.up_proj.weight"] = up.clone()
+                else:
+                    tensors[f"{base}.{e}.down_proj.weight"] = w.clone()
+        else:
+            tensors[name] = t
+    shards, size = [{}], 0
+    for name, t in tensors.items():
+        nbytes = t.numel() * t.element_size()
+        if max_shard_bytes and shards[-1] and size + nbytes > max_shard_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = t
+        size += nbytes
+    for stale in [*root.glob("model*.safetensors"), root / "model.safetensors.index.json"]:
+        stale.unlink(missing_ok=True)
+    if len(shards) == 1:
+        save_file(shards[0], str(root / "model.safetensors"), metadata={"format": "pt"})
+    else:
+        weight_map = {}
+        for i, shard in enumerate(shards, 1):
+            fname = f"model-{i:05d}-of-{len(shards):05d}.safetensors"
+            save_file(shard, str(root / fname), metadata={"format": "pt"})
+            weight_map.update(dict.fromkeys(shard, fname))
+        (root / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}, indent=2))
+    if model.tokenizer is not None:
+        model.tokenizer.save(root / "tokenizer.json")
+    return root

@@ -1,0 +1,141 @@
+"""ModelConfig: the architecture, read from and written to config.json.
+
+Reads our own `model_type: "clover"` and transformers' Qwen3.5-MoE text configs
+(`qwen3_5_moe_text`, or `qwen3_5_moe` with a nested `text_config`). The
+diffusion fields (mask and pad ids, block size) live beside the architecture;
+a checkpoint without a mask id still runs causally.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+
+from clover_struct.errors import CheckpointError
+
+MODEL_TYPES = ("clover", "qwen3_5_moe_text", "qwen3_5_moe")
+LAYER_TYPES = ("linear_attention", "full_attention")
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    # gated full attention
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    # Gated DeltaNet
+    linear_num_key_heads: int
+    linear_num_value_heads: int
+    linear_key_head_dim: int
+    linear_value_head_dim: int
+    linear_conv_kernel_dim: int = 4
+    # mixture of experts
+    num_experts: int = 8
+    num_experts_per_tok: int = 2
+    moe_intermediate_size: int = 64
+    shared_expert_intermediate_size: int = 64
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10_000.0
+    partial_rotary_factor: float = 0.25
+    max_position_embeddings: int = 32_768
+    tie_word_embeddings: bool = False
+    layer_types: list[str] = field(default_factory=list)  # default: attention every 4th layer
+    # block diffusion; ids come from the checkpoint, never from literals
+    mask_token_id: int | None = None
+    pad_token_id: int | None = None
+    eos_token_id: int | None = None
+    block_size: int = 32
+
+    def __post_init__(self):
+        if not self.layer_types:
+            self.layer_types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
+                                for i in range(self.num_hidden_layers)]
+        if len(self.layer_types) != self.num_hidden_layers:
+            raise CheckpointError(f"config.json: layer_types has {len(self.layer_types)} entries "
+                                  f"but num_hidden_layers is {self.num_hidden_layers}")
+        for t in self.layer_types:
+            if t not in LAYER_TYPES:
+                raise CheckpointError(f"config.json: unknown layer type {t!r}; expected one of {LAYER_TYPES}")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise CheckpointError("config.json: num_attention_heads must be a multiple of num_key_value_heads")
+        if self.linear_num_value_heads % self.linear_num_key_heads:
+            raise CheckpointError("config.json: linear_num_value_heads must be a multiple of linear_num_key_heads")
+        if self.num_experts_per_tok > self.num_experts:
+            raise CheckpointError("config.json: num_experts_per_tok exceeds num_experts")
+
+    @property
+    def rotary_dim(self) -> int:
+        return int(self.head_dim * self.partial_rotary_factor)
+
+    @classmethod
+    def from_dict(cls, d: dict, *, source: str = "config.json") -> "ModelConfig":
+        model_type = d.get("model_type")
+        if model_type not in MODEL_TYPES:
+            raise CheckpointError(f"{source}: model_type {model_type!r} is not supported; "
+                                  f"expected one of {', '.join(MODEL_TYPES)}")
+        if model_type == "qwen3_5_moe":
+            outer = d
+            d = dict(d.get("text_config") or {})
+            if not d:
+                raise CheckpointError(f"{source}: model_type qwen3_5_moe needs a text_config")
+            for key in ("mask_token_id", "pad_token_id", "eos_token_id", "block_size", "tie_word_embeddings"):
+                d.setdefault(key, outer.get(key))
+        d = {k: v for k, v in d.items() if v is not None}
+        rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
+        if rope.get("rope_type", rope.get("type", "default")) != "default":
+            raise CheckpointError(f"{source}: rope type {rope.get('rope_type')!r} is not supported; "
+                                  "only default (un-scaled) RoPE is")
+        d.setdefault("rope_theta", rope.get("rope_theta", 10_000.0))
+        d.setdefault("partial_rotary_factor", rope.get("partial_rotary_factor", 0.25))
+        if d.get("hidden_act", "silu") != "silu":
+            raise CheckpointError(f"{source}: hidden_act {d['hidden_act']!r} is not supported; expected silu")
+        if d.get("attention_bias"):
+            raise CheckpointError(f"{source}: attention_bias=true is not supported")
+        if isinstance(d.get("eos_token_id"), list):
+            d["eos_token_id"] = d["eos_token_id"][0]
+        names = {f.name for f in fields(cls)}
+        missing = [f.name for f in fields(cls) if f.name not in d
+                   and f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            raise CheckpointError(f"{source}: missing required keys {missing}")
+        try:
+            return cls(**{k: v for k, v in d.items() if k in names})
+        except TypeError as e:
+            raise CheckpointError(f"{source}: {e}") from e
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "ModelConfig":
+        path = Path(path)
+        if not path.is_file():
+            raise CheckpointError(f"{path}: no config.json; a model directory needs one "
+                                  "(save models with clover_struct.engine.checkpoint.save_model)")
+        try:
+            d = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise CheckpointError(f"{path}: not valid JSON ({e})") from e
+        if not isinstance(d, dict):
+            raise CheckpointError(f"{path}: expected a JSON object")
+        return cls.from_dict(d, source=str(path))
+
+    def to_dict(self) -> dict:
+        return {"model_type": "clover", **asdict(self)}
+
+
+# Named presets; `tiny` is what tests build, `mini` is the shape of clover-mini.
+PRESETS = {
+    "tiny": dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                 num_key_value_heads=2, head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4,
+                 linear_key_head_dim=8, linear_value_head_dim=8, num_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=16, shared_expert_intermediate_size=16, partial_rotary_factor=0.5,
+                 block_size=8),
+}
+
+
+def preset(name: str, **overrides) -> ModelConfig:
+    if name not in PRESETS:
+        raise KeyError(f"no preset {name!r}; have {sorted(PRESETS)}")
+    return ModelConfig(**{**PRESETS[name], **overrides})

@@ -1,0 +1,104 @@
+"""The gated delta rule, the sequence mixer of Gated DeltaNet layers.
+
+Per value head, with a state S of shape [d_k, d_v] and, for each token t,
+decay g_t <= 0 (log space), write strength beta_t in (0, 1), key k_t (unit
+norm), value v_t and query q_t (unit norm / sqrt(d_k)):
+
+    S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T,   o_t = S_t^T q_t
+
+`recurrent` is the step-by-step reference. `chunked` computes the same thing
+in chunks of C tokens (the WY/UT form of the DeltaNet papers): inside a chunk
+the C coupled updates are solved at once with a unit-triangular system, and
+only the chunk boundaries are sequential. `scan` picks the fastest correct one
+(flash-linear-attention's kernel on CUDA when installed).
+
+`backward_exclusive` is the block-diffusion half: the same rule run from the
+end of a block towards its start, from a zero state, where token t reads only
+the tokens after it. See model.GatedDeltaNet for how the two halves combine.
+
+All tensors are [batch, heads, time, dim] (g, beta: [batch, heads, time]) and
+float32; the state is [batch, heads, d_k, d_v].
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+try:  # flash-linear-attention: only on CUDA, only when installed
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule as _fla_chunk
+except ImportError:  # pragma: no cover - depends on the machine
+    _fla_chunk = None
+
+
+def recurrent(q, k, v, g, beta, state=None):
+    B, H, T, dk = k.shape
+    S = q.new_zeros(B, H, dk, v.shape[-1]) if state is None else state
+    out = torch.empty_like(v)
+    for t in range(T):
+        S = S * g[:, :, t, None, None].exp()
+        kv = torch.einsum("bhkv,bhk->bhv", S, k[:, :, t])  # what S already predicts for k_t
+        delta = (v[:, :, t] - kv) * beta[:, :, t, None]
+        S = S + k[:, :, t, :, None] * delta[:, :, None, :]
+        out[:, :, t] = torch.einsum("bhkv,bhk->bhv", S, q[:, :, t])
+    return out, S
+
+
+def chunked(q, k, v, g, beta, state=None, chunk: int = 64):
+    B, H, T, dk = k.shape
+    dv = v.shape[-1]
+    C = min(chunk, T)
+    pad = (-T) % C
+    if pad:  # zero keys, values, betas and decays leave the state untouched
+        q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))
+        g, beta = (F.pad(x, (0, pad)) for x in (g, beta))
+    n = (T + pad) // C
+    q, k, v = (x.reshape(B, H, n, C, -1) for x in (q, k, v))
+    g, beta = g.reshape(B, H, n, C), beta.reshape(B, H, n, C)
+
+    G = g.cumsum(-1)                                          # [B, H, n, C] log decay from chunk start
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    gamma = (G[..., :, None] - G[..., None, :]).masked_fill(~causal, float("-inf")).exp()  # Γ_ij, j <= i
+    kb = k * beta[..., None]
+    # (I + strict_lower((βK)Kᵀ ⊙ Γ)) U = βV  and  … W = βK ⊙ e^G
+    system = (kb @ k.transpose(-1, -2)) * gamma
+    U = torch.linalg.solve_triangular(system, v * beta[..., None], upper=False, unitriangular=True)
+    W = torch.linalg.solve_triangular(system, kb * G.exp()[..., None], upper=False, unitriangular=True)
+    intra = (q @ k.transpose(-1, -2)) * gamma                 # [B, H, n, C, C], diagonal included
+    q_decayed = q * G.exp()[..., None]
+    k_to_end = k * (G[..., -1:] - G).exp()[..., None]
+    chunk_decay = G[..., -1].exp()[..., None, None]           # [B, H, n, 1, 1]
+
+    S = q.new_zeros(B, H, dk, dv) if state is None else state
+    out = torch.empty_like(v)
+    for i in range(n):
+        v_new = U[:, :, i] - W[:, :, i] @ S                    # the part of v the state does not predict
+        out[:, :, i] = q_decayed[:, :, i] @ S + intra[:, :, i] @ v_new
+        S = S * chunk_decay[:, :, i] + k_to_end[:, :, i].transpose(-1, -2) @ v_new
+    return out.reshape(B, H, n * C, dv)[:, :, :T], S
+
+
+def scan(q, k, v, g, beta, state=None):
+    """The fastest available exact form; returns (outputs, final state)."""
+    if _fla_chunk is not None and q.is_cuda:
+        o, S = _fla_chunk(*(x.transpose(1, 2).contiguous() for x in (q, k, v)),
+                          g=g.transpose(1, 2).contiguous(), beta=beta.transpose(1, 2).contiguous(),
+                          scale=1.0, initial_state=state, output_final_state=True)
+        return o.transpose(1, 2), S
+    if q.shape[2] == 1 and state is not None:
+        return recurrent(q, k, v, g, beta, state)
+    return chunked(q, k, v, g, beta, state)
+
+
+def backward_exclusive(q, k, v, g, beta):
+    """o_t from the tokens strictly after t, scanned from the end with a zero state.
+
+    Reversing time turns this into the ordinary rule, except that the read must
+    happen before token t is written: so token t's query is paired with the
+    state after t+1, i.e. queries are shifted one step in reversed time.
+    """
+    flip = [x.flip(2) for x in (q, k, v, g, beta)]
+    q_next = F.pad(flip[0][:, :, 1:], (0, 0, 0, 1))          # reversed position r reads with q of r+1
+    o, _ = scan(q_next, *flip[1:])
+    o = F.pad(o[:, :, :-1], (0, 0, 1, 0))                    # … and its output belongs to r+1
+    return o.flip(2)

@@ -1,0 +1,126 @@
+"""A thin wrapper over a `tokenizers.Tokenizer` (tokenizer.json).
+
+It knows the raw bytes of every token, which is what a token-level automaton
+needs: outlines-core walks its regex DFA over those bytes. It knows nothing of
+schemas; it only says which ids are special so callers can keep them out.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from tokenizers import Tokenizer as _HFTokenizer
+
+from clover_struct.errors import CheckpointError
+
+# Names under which checkpoints spell their diffusion mask and padding tokens
+# (LLaDA, LLaDA2, SDAR, Dream, Fast-dLLM v2, ours); the ids are always looked up.
+MASK_NAMES = ("<|mask|>", "<|mdm_mask|>", "<|MASK|>", "|<MASK>|", "<mask>", "[MASK]")
+PAD_NAMES = ("<|pad|>", "<pad>", "[PAD]")
+EOS_NAMES = ("<|endoftext|>", "<|eos|>", "</s>", "<eos>", "[SEP]")
+
+
+@cache
+def _byte_decoder() -> dict[str, int]:
+    """Inverse of the GPT-2 byte-level alphabet: printable stand-in char -> byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[chr(b)] = b
+        else:
+            table[chr(256 + extra)] = b
+            extra += 1
+    return table
+
+
+def _decoder_types(spec: dict | None) -> set[str]:
+    if not spec:
+        return set()
+    if spec.get("type") == "Sequence":
+        return {t for d in spec.get("decoders", []) for t in _decoder_types(d)}
+    return {spec.get("type")}
+
+
+class Tokenizer:
+    def __init__(self, tokenizer: _HFTokenizer, special_names: dict[str, str] | None = None):
+        self._tok = tokenizer
+        spec = json.loads(tokenizer.to_str())
+        self._byte_level = "ByteLevel" in _decoder_types(spec.get("decoder"))
+        self.special_ids = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
+        names = special_names or {}
+        self.mask_id = self._find(names.get("mask_token"), MASK_NAMES)
+        self.pad_id = self._find(names.get("pad_token"), PAD_NAMES)
+        self.eos_id = self._find(names.get("eos_token"), EOS_NAMES)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Tokenizer":
+        path = Path(path)
+        try:
+            tok = _HFTokenizer.from_file(str(path))
+        except Exception as e:  # tokenizers raises a bare Exception on bad JSON
+            raise CheckpointError(f"{path}: not a readable tokenizer.json ({e}); "
+                                  "save one with tokenizers' Tokenizer.save()") from e
+        names = {}
+        config = path.parent / "tokenizer_config.json"
+        if config.is_file():
+            for key, value in json.loads(config.read_text()).items():
+                if key in ("mask_token", "pad_token", "eos_token"):
+                    names[key] = value["content"] if isinstance(value, dict) else value
+        return cls(tok, names)
+
+    def _find(self, explicit: str | None, candidates: tuple[str, ...]) -> int | None:
+        for name in ([explicit] if explicit else []) + list(candidates):
+            i = self._tok.token_to_id(name)
+            if i is not None:
+                return i
+        return None
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        return self._tok.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=False)
+
+    def save(self, path: str | Path) -> None:
+        self._tok.save(str(path))
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._tok.token_to_id(token)
+
+    def token_bytes(self, i: int) -> bytes:
+        """The bytes token `i` contributes to decoded text."""
+        token = self._tok.id_to_token(i)
+        if token is None:
+            raise ValueError(f"token id {i} is outside the vocabulary of {self.vocab_size}")
+        if i in self.special_ids:
+            return token.encode()
+        if self._byte_level:
+            table = _byte_decoder()
+            if all(c in table for c in token):
+                return bytes(table[c] for c in token)
+            return token.encode()
+        if len(token) == 6 and token.startswith("<0x") and token.endswith(">"):
+            return bytes([int(token[3:5], 16)])  # sentencepiece byte fallback
+        return token.replace("\u2581", " ").encode()
+
+    def vocabulary_map(self) -> dict[bytes, list[int]]:
+        """Token bytes -> ids, without special tokens: the map outlines-core's Vocabulary takes."""
+        out: dict[bytes, list[int]] = {}
+        for i in range(self.vocab_size):
+            if i not in self.special_ids and self._tok.id_to_token(i) is not None:
+                out.setdefault(self.token_bytes(i), []).append(i)
+        out.pop(b"", None)
+        return out
+
+    def outlines_vocabulary(self, eos_id: int):
+        """An outlines_core.Vocabulary whose end token is `eos_id` (for slots: the pad id)."""
+        from outlines_core import Vocabulary
+
+        return Vocabulary(eos_id, self.vocabulary_map())

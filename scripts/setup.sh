@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs clover-struct (editable) and what it needs on a fresh machine.
+# CPU torch 2.13.0 is installed first when no torch is present: a bare `torch`
+# requirement would otherwise pull a multi-GB CUDA build.
+#   scripts/setup.sh          runtime only
+#   scripts/setup.sh test     plus the test extra (pytest, hypothesis, transformers)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
+extra=""
+[ "${1:-}" = "test" ] && extra="[test]"
+"$PY" -m pip install -q -e ".${extra}"

@@ -1,0 +1,113 @@
+"""Masking modes, the prefix cache and batching, on a tiny random model."""
+
+import pytest
+import torch
+
+from clover_struct.engine.model import Experts, MoE
+
+
+def rand(*shape, seed=1):
+    return torch.randint(4, 64, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_block_step_with_cache_equals_uncached(tiny, close):
+    prompt, block = rand(2, 45), rand(2, 8, seed=2)
+    cache, _ = tiny.prefill(prompt)
+    full = tiny(torch.cat([prompt, block], 1), "block", block_len=8)
+    close(tiny.step(block, cache), full[:, -8:], "block step vs uncached", 1e-5)
+    close(tiny.step(block, cache), full[:, -8:], "second step (cache untouched)", 1e-5)
+
+
+def test_prefill_equals_causal_forward(tiny, close):
+    prompt = rand(2, 30)
+    _, logits = tiny.prefill(prompt)
+    close(logits, tiny(prompt, "causal"), "prefill logits", 1e-5)
+
+
+def test_committing_blocks_one_at_a_time_equals_together(tiny, close):
+    prompt, b1, b2, b3 = rand(2, 20), rand(2, 8, seed=2), rand(2, 8, seed=3), rand(2, 8, seed=4)
+    one, _ = tiny.prefill(prompt)
+    tiny.commit(b1, one)
+    tiny.commit(b2, one)
+    both, _ = tiny.prefill(prompt)
+    tiny.commit(torch.cat([b1, b2], 1), both)
+    assert one.length == both.length == 36
+    close(tiny.step(b3, one), tiny.step(b3, both), "after commits", 1e-5)
+    close(tiny.step(b3, one), tiny(torch.cat([prompt, b1, b2, b3], 1), "block", block_len=8)[:, -8:],
+          "against uncached", 1e-5)
+
+
+def test_block_tokens_see_each_other_but_history_stays_causal(tiny, close):
+    x = rand(1, 24)
+    y = x.clone()
+    y[0, -1] = 5 if x[0, -1] != 5 else 6
+    a, b = tiny(x, "block", block_len=8), tiny(y, "block", block_len=8)
+    assert (a[0, -8] - b[0, -8]).abs().max() > 1e-3          # first block token sees the last
+    close(a[0, :-8], b[0, :-8], "history", 1e-5)             # history does not
+    c, d = tiny(x, "causal"), tiny(y, "causal")
+    close(c[0, :-1], d[0, :-1], "causal", 1e-5)
+
+
+def test_bidirectional_sees_everything(tiny):
+    x = rand(1, 12)
+    y = x.clone()
+    y[0, -1] = 5 if x[0, -1] != 5 else 6
+    assert (tiny(x, "bidirectional")[0, 0] - tiny(y, "bidirectional")[0, 0]).abs().max() > 1e-3
+
+
+def test_rows_of_different_lengths_equal_each_row_alone(tiny, close):
+    lengths = [30, 17, 24]
+    prompts = [rand(1, n, seed=n) for n in lengths]
+    P = max(lengths)
+    batch = torch.cat([torch.cat([torch.full((1, P - n), 1), p], 1) for n, p in zip(lengths, prompts)])
+    block = rand(3, 8, seed=9)
+    cache, _ = tiny.prefill(batch, lengths=lengths)
+    batched = tiny.step(block, cache)
+    tiny.commit(block, cache)
+    after = tiny.step(block.flip(1), cache)
+    for i, p in enumerate(prompts):
+        alone, _ = tiny.prefill(p)
+        close(batched[i], tiny.step(block[i:i + 1], alone)[0], f"row {i}", 1e-5)
+        tiny.commit(block[i:i + 1], alone)
+        close(after[i], tiny.step(block[i:i + 1].flip(1), alone)[0], f"row {i} after a commit", 1e-5)
+
+
+def test_select_keeps_the_rows(tiny, close):
+    cache, _ = tiny.prefill(rand(3, 20))
+    block = rand(3, 8, seed=5)
+    close(tiny.step(block[1:], cache.select(torch.tensor([1, 2]))), tiny.step(block, cache)[1:], "rows", 1e-6)
+
+
+def test_without_a_mask_token_only_causal_runs(tiny):
+    tiny.config.mask_token_id = None
+    tiny(rand(1, 8), "causal")
+    with pytest.raises(ValueError, match="no mask token"):
+        tiny(rand(1, 8), "block")
+    with pytest.raises(ValueError, match="mode must be one of"):
+        tiny(rand(1, 8), "sideways")
+
+
+def test_stacked_experts_equal_a_per_expert_loop(tiny, close):
+    moe: MoE = tiny.model.layers[0].mlp
+    x = torch.randn(37, tiny.config.hidden_size)
+    expert, weight = moe.gate(x)
+    ex: Experts = moe.experts
+    expected = torch.zeros_like(x)
+    for n in range(x.shape[0]):
+        for a in range(expert.shape[1]):
+            e = expert[n, a]
+            gate, up = (ex.gate_up_proj[e] @ x[n]).chunk(2)
+            expected[n] += weight[n, a] * (ex.down_proj[e] @ (torch.nn.functional.silu(gate) * up))
+    close(ex(x, expert, weight), expected, "stacked vs loop", 1e-5)
+    probs = (x @ moe.gate.weight.T).softmax(-1)
+    top = probs.topk(tiny.config.num_experts_per_tok).values
+    close(weight, top / top.sum(-1, keepdim=True), "renormalised top-k", 1e-6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_bf16_and_fla_match_the_cpu_reference(tiny, close):
+    x = rand(2, 40)
+    ref = tiny(x, "block")
+    gpu = tiny.to("cuda", torch.bfloat16)(x.cuda(), "block").float().cpu()
+    close(gpu, ref, "bf16 CUDA vs float32 CPU", 5e-2 * ref.abs().max().item())
