@@ -1,0 +1,131 @@
+"""Every generator's gold is a valid instance of its schema, per seed deterministic, and
+the held-out family stays out of training draws."""
+
+import json
+import random
+import re
+
+import pytest
+
+from clover_struct.schemas.airspace import NoFlyZone
+from clover_struct.schemas.dispatch import DispatchJudgments, DispatchMessage, judgment_rules_hold
+from clover_struct.schemas.notam import Notam
+from training import families
+from training.generate import FAMILIES, HELDOUT_FAMILY, KINDS, examples, main, sample
+
+SCHEMA = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judgment": DispatchJudgments}
+SEEDS = {"notam": 400, "zone": 400, "dispatch": 300, "judgment": 150}
+AFTN = re.compile(r"^\((?:[A-Z]\d{1,4}/\d{2} NOTAM[NRC]|Q\) )", re.M)
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    """kind -> [(family, text, gold)], one example per seed, over all families incl. the held-out one."""
+    return {k: [sample(k, seed, FAMILIES) for seed in range(SEEDS[k])] for k in KINDS}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gold_round_trips_through_json(drawn, kind):
+    schema = SCHEMA[kind]
+    for family, text, gold in drawn[kind]:
+        assert isinstance(text, str) and text.strip(), family
+        assert isinstance(gold, schema)
+        dumped = gold.model_dump(mode="json")
+        json.dumps(dumped, ensure_ascii=False)
+        assert schema.model_validate(dumped) == gold, (family, text)
+
+
+def test_every_family_is_drawn(drawn):
+    seen = {f for rows in drawn.values() for f, _, _ in rows}
+    assert seen == set(FAMILIES)
+
+
+def test_zone_footprints_are_valid(drawn):
+    for family, text, zone in drawn["zone"]:
+        shape = zone.footprint()
+        assert shape.is_valid and shape.area > 0, (family, text)
+        if zone.polygon is not None:
+            assert 3 <= len(zone.polygon) <= 16
+
+
+def test_judgments_follow_the_rules_and_vary(drawn):
+    golds = [g for _, _, g in drawn["judgment"]]
+    assert all(judgment_rules_hold(g) for g in golds)
+    assert {g.action.value for g in golds} == {"proceed", "request_authorisation", "delay", "reroute"}
+    assert 0.15 < sum(g.conflict for g in golds) / len(golds) < 0.6
+
+
+def test_dispatch_task_counts_and_kinds(drawn):
+    golds = [g for _, _, g in drawn["dispatch"]]
+    assert {len(g.tasks) for g in golds} == set(range(2, 9))
+    assert {t.kind for g in golds for t in g.tasks} == {
+        "zone_lifted", "waypoint_changed", "mission_assigned", "altitude_changed", "flight_hold"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_deterministic_per_seed(kind):
+    def dump(rows):
+        return [(t, g.model_dump(mode="json")) for t, g in rows]
+
+    assert dump(examples(kind, 15, seed=7)) == dump(examples(kind, 15, seed=7))
+    assert dump(examples(kind, 15, seed=7)) != dump(examples(kind, 15, seed=8))
+    assert sample(kind, random.Random(3))[1] == sample(kind, 3)[1]
+
+
+@pytest.mark.parametrize("kind", ["notam", "zone", "judgment"])
+def test_heldout_family_never_appears_by_default(kind):
+    for seed in range(150):
+        family, text, _ = sample(kind, seed)
+        assert family != HELDOUT_FAMILY
+        assert not AFTN.search(text), text
+    assert HELDOUT_FAMILY not in families.resolve(kind)
+
+
+def test_heldout_family_on_request():
+    for seed in range(50):
+        family, text, _ = sample("notam", seed, [HELDOUT_FAMILY])
+        assert family == HELDOUT_FAMILY and AFTN.search(text) and text.rstrip().endswith(")")
+    _, text, _ = sample("judgment", 0, ["judgment_en", HELDOUT_FAMILY])
+    assert AFTN.search(text)
+
+
+def test_family_selection_errors():
+    assert HELDOUT_FAMILY in FAMILIES
+    for kind in KINDS:
+        assert families.resolve(kind)
+    with pytest.raises(ValueError, match="unknown families"):
+        families.resolve("notam", ["notam_klingon"])
+    with pytest.raises(ValueError, match="serves kind"):
+        families.resolve("notam", ["drone_zh"])
+    with pytest.raises(ValueError, match="unknown kind"):
+        families.resolve("weather")
+    with pytest.raises(TypeError):
+        sample("notam", "seed")
+
+
+def test_values_are_drawn_broadly(drawn):
+    notams = [g for _, _, g in drawn["notam"]]
+    assert len({g.fir for g in notams}) > 0.9 * len(notams)
+    assert len({g.qcode for g in notams}) > 0.6 * len(notams)
+    assert len({g.location for g in notams}) > 0.9 * len(notams)
+    years = [g.valid_from.year for g in notams]
+    assert min(years) < 2005 and max(years) > 2044
+    lats = [g.center_lat for g in notams]
+    assert min(lats) < -60 and max(lats) > 60
+    zones = [g for _, _, g in drawn["zone"]]
+    assert {z.area.kind for z in zones} == {"circle", "polygon"}
+    assert {z.area.radius_unit for z in zones if z.area.kind == "circle"} == {"M", "KM", "NM", "FT"}
+    assert {z.utc_offset_hours for z in zones} >= {0.0, 8.0}
+    assert {z.floor_ref for z in zones} | {z.ceiling_ref for z in zones} >= {"AGL", "AMSL", "STD", None}
+
+
+def test_cli_prints_jsonl(capsys):
+    assert main(["--kind", "notam", "--n", "3", "--seed", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        row = json.loads(line)
+        assert row["text"] and Notam.model_validate(row["gold"])
+    assert main(["--kind", "zone", "--n", "1", "--families", "drone_zh"]) == 0
+    assert "禁止" in json.loads(capsys.readouterr().out)["text"]
+    assert main(["--kind", "notam", "--families", "drone_zh"]) == 2
