@@ -1,8 +1,10 @@
 """clover-struct: structured extraction and linked decisions with a block-diffusion LM."""
 
+from .api import extract, extract_many
 from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
 
-__all__ = ["load_model", "CloverError", "CheckpointError", "SchemaError", "ExtractionError"]
+__all__ = ["extract", "extract_many", "load_model", "CloverError", "CheckpointError", "SchemaError",
+           "ExtractionError"]
 
 
 def load_model(path=None, *, device=None, dtype=None):

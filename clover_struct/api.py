@@ -1,0 +1,188 @@
+"""extract() and extract_many(): text and a schema in, validated instances out.
+
+Builds the canvas (layout.py) and its automata (constraints.py), writes the
+prompt, runs the joint decoder, then validates. A value that fails a check a
+regular expression cannot express (numeric bounds, pydantic validators) is
+replaced by the slot's next-best complete value; if none passes, the record
+becomes an ExtractionError naming the field. Nothing else escapes.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import torch
+
+from .constraints import compile_canvas
+from .decoder import Trace, alternatives, decode
+from .errors import CloverError, ExtractionError, SchemaError
+from .layout import build_canvas
+
+FIX_ATTEMPTS = 4   # validation rounds, each replacing one failing value
+
+
+@cache
+def default_model():
+    from . import load_model
+
+    return load_model()
+
+
+def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
+    """Our own prompt format: the schema's name, the text, then the canvas follows."""
+    title = canvas.schema.get("title", "record")
+    return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")
+
+
+def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:
+    if not known:
+        return {}
+    by_path = {s.path: i for i, s in enumerate(canvas.slots)}
+    out = {}
+    for path, value in known.items():
+        if path not in by_path:
+            raise KeyError(f"known: no field `{path}`; fields are {', '.join(by_path)}")
+        i = by_path[path]
+        s = canvas.slots[i]
+        ids = canvas.tokenizer.encode(s.render(value))
+        ok = len(ids) <= s.budget and (tuple(ids) in s.choice_ids if s.kind == "choice"
+                                       else automata[i].accepts(ids))
+        if not ok:
+            raise ValueError(f"known: {value!r} is not a value field `{path}` can hold")
+        out[i] = ids
+    return out
+
+
+def _slot_of(canvas, path: str) -> int | None:
+    return next((i for i, s in enumerate(canvas.slots) if s.path == path), None)
+
+
+def _nearest(slot, value):
+    """The in-range number closest to `value`: the last resort for a bounded number."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    step = 1e-6 if "\\." in (slot.pattern or "") else 1  # a float's pattern has a fraction
+    for c in slot.checks:
+        if c.op == "ge":
+            value = max(value, c.bound)
+        elif c.op == "gt":
+            value = max(value, c.bound + step)
+        elif c.op == "le":
+            value = min(value, c.bound)
+        elif c.op == "lt":
+            value = min(value, c.bound - step)
+    return int(value) if step == 1 else float(value)
+
+
+def _fallbacks(row, i):
+    """Next-best complete values of slot i: the model's, then the nearest in-range number."""
+    yield from alternatives(row, i)
+    canvas, s = row.canvas, row.canvas.slots[i]
+    try:
+        value = _nearest(s, s.value(canvas.slot_text(row.ids, i)))
+    except ExtractionError:
+        return
+    if value is not None:
+        ids = canvas.tokenizer.encode(s.render(value))
+        if row.automata[i].accepts(ids):
+            yield ids + [canvas.pad_id] * (s.budget - len(ids))
+
+
+def _finish(row) -> Any:
+    """Validate a decoded row, falling back to next-best values for fields that fail."""
+    canvas = row.canvas
+    tried: set[int] = set()
+    for _ in range(FIX_ATTEMPTS + 1):
+        try:
+            for i, s in enumerate(canvas.slots):
+                if s.checks and not canvas.is_empty(row.ids, i):
+                    why = s.violation(s.value(canvas.slot_text(row.ids, i)))
+                    if why:
+                        raise ExtractionError(s.path, why)
+            return canvas.validate(row.ids)
+        except ExtractionError as e:
+            i = _slot_of(canvas, e.path)
+            if i is None or i in tried or canvas.slots[i].kind == "choice":
+                raise
+            tried.add(i)
+            s = canvas.slots[i]
+            for alt in _fallbacks(row, i):
+                trial = row.ids[:s.start] + alt + row.ids[s.end:]
+                try:
+                    why = s.violation(s.value(canvas.slot_text(trial, i)))
+                except ExtractionError:
+                    continue
+                if not why:
+                    row.ids = trial
+                    break
+            else:
+                raise ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
+    raise ExtractionError("", "could not produce a valid record")
+
+
+def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, trace: bool = False,
+                 known: list[dict] | None = None, threshold: float = 0.9, temperature: float = 0.0,
+                 seed: int | None = None, max_tokens: int | None = None, truncate: bool = False):
+    """Decode a batch of texts jointly. Each result is an instance of `schema` or the
+    ExtractionError that explains why that record failed; one failure never loses the
+    others. With trace=True each result is a (value, Trace) pair."""
+    model = model or default_model()
+    tok = model.tokenizer
+    if tok is None:
+        raise ValueError("this model has no tokenizer.json; extraction needs one")
+    cfg = model.config
+    if cfg.mask_token_id is None or cfg.pad_token_id is None:
+        raise ValueError("this model has no mask or pad token, so it cannot denoise a canvas")
+    canvas = build_canvas(schema, tok, max_tokens=max_tokens, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
+    canvas.check_fits(cfg.max_position_embeddings)
+    automata = compile_canvas(canvas, tok, vocab_size=cfg.vocab_size)
+    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    room = cfg.max_position_embeddings - len(canvas.ids)
+    results: list[Any] = [None] * len(texts)
+    jobs = []
+    for n, text in enumerate(texts):
+        try:
+            if not isinstance(text, str) or not text.strip():
+                raise ExtractionError("", "the text is empty; give the notice or message to extract from")
+            ids = prompt_ids(tok, text, canvas)
+            if len(ids) > room:
+                if not truncate:
+                    raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
+                                              f"{room} beside the canvas; shorten it or pass truncate=True")
+                keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
+                ids = prompt_ids(tok, tok.decode(tok.encode(text)[:keep]), canvas)[:room]
+            jobs.append((n, ids, _known_ids(canvas, automata, (known or [None] * len(texts))[n])))
+        except ExtractionError as e:
+            results[n] = e
+    for b in range(0, len(jobs), batch_size):
+        batch = jobs[b:b + batch_size]
+        rows = decode(model, [ids for _, ids, _ in batch], [canvas] * len(batch), [automata] * len(batch),
+                      threshold=threshold, temperature=temperature, generator=generator,
+                      known=[k for _, _, k in batch])
+        for (n, _, _), row in zip(batch, rows):
+            try:
+                value = _finish(row)
+            except ExtractionError as e:
+                value = e
+            results[n] = (value, row.trace) if trace else value
+    if trace:
+        results = [r if isinstance(r, tuple) else (r, Trace()) for r in results]
+    return results
+
+
+def extract(text: str, schema, *, model=None, trace: bool = False, known: dict | None = None, **options):
+    """One text in, one valid instance of `schema` out (or ExtractionError naming the field).
+
+    trace=True returns (value, trace) with forward passes, tokens committed, per-field
+    confidence and the step at which each field settled. known={"path": value} fixes
+    those fields; the rest is decoded conditioned on them.
+    """
+    result = extract_many([text], schema, model=model, trace=trace, known=[known], **options)[0]
+    value = result[0] if trace else result
+    if isinstance(value, CloverError):
+        raise value
+    return result
+
+
+__all__ = ["extract", "extract_many", "SchemaError", "ExtractionError"]

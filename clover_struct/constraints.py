@@ -1,0 +1,373 @@
+"""Token automata for canvas slots: what each slot may hold, as arrays the decoder reads.
+
+A regex slot becomes a `SlotAutomaton`. outlines-core compiles its pattern into a
+token-level DFA over the tokenizer's vocabulary, with the pad token in outlines'
+end-of-sequence role; the transition table is copied into numpy arrays:
+- `next(state, token)` is one table lookup;
+- `allowed(state, remaining)` returns the tokens that keep a final state reachable
+  within the `remaining` positions of the slot (this one included), a slice of a
+  per-state array sorted by that distance, so a slot can never be painted into a
+  corner; pad is allowed only in final states and, once written, only pads follow;
+- `allowed_mask` is the same as a boolean row over the vocabulary, cached.
+A choice slot (enum, bool, Literal, discriminator) becomes a `ChoiceSet`: its
+candidates as token ids padded to the budget, scored by the decoder as wholes.
+Checks a regex cannot express (numeric bounds) stay on the slot: `violation`.
+
+Special tokens (mask, pad, eos, chat markers) are never inside a value: they are
+not in the vocabulary given to outlines-core. Knows nothing of torch, models or
+schemas: slots in (from layout.py), arrays out.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from clover_struct.errors import SchemaError
+from clover_struct.layout import Canvas, Slot
+
+DEAD = -1               # the state after a token the slot cannot take
+_FAR = 1 << 30          # distance of a state that cannot reach a final state
+# outlines-core 0.2.14 drops every token that leads from a final state to a non-final
+# one (with tokens a, b, `a(?:bc)?` cannot go on with b after a; a float cannot take a
+# lone "."). So each pattern is compiled followed by the byte 0x01, which no value
+# contains: no state of the pattern itself is final, and a state is final iff it can
+# take `_END`, a token id of our own that spells 0x01.
+_END = 2**31 - 2
+
+_VOCABS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()     # tokenizer -> {(pad, mask): ...}
+_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()     # tokenizer -> {key: _Tables}
+_COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # canvas -> [SlotAutomaton|ChoiceSet]
+
+
+def _vocabulary(tokenizer, pad: int, mask: int):
+    """(outlines-core Vocabulary, {bytes: ids}) of `tokenizer`: pad is the end token, special
+    tokens are left out, and the byte 0x01 also spells `_END`, the end-of-value sentinel."""
+    per = _VOCABS.setdefault(tokenizer, {})
+    if (pad, mask) not in per:
+        from outlines_core import Vocabulary
+        banned = set(tokenizer.special_ids) | {tokenizer.mask_id, tokenizer.pad_id, tokenizer.eos_id, pad, mask}
+        vmap = {b: ids for b, ids in ((b, [i for i in ids if i not in banned])
+                                      for b, ids in tokenizer.vocabulary_map().items()) if ids}
+        with_end = {**vmap, b"\x01": vmap.get(b"\x01", []) + [_END]}
+        per[pad, mask] = Vocabulary(pad, with_end), vmap
+    return per[pad, mask]
+
+
+def _unit_starts(tokenizer, vmap: dict, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Characters each token starts inside a JSON string, for each entry flag.
+
+    Flag f = 2*inside + after_backslash. A character starts at a byte inside the
+    quotes that is not a UTF-8 continuation byte, not the letter of an escape and not
+    the closing quote, so `\\"` and `é` count one each and `null` counts none.
+    Returns (starts[f, token], exit_flag[f, token]); cached per tokenizer.
+    """
+    cache = _TABLES.setdefault(tokenizer, {})
+    if ("starts", vocab_size) not in cache:
+        data = np.full((vocab_size, max(map(len, vmap))), -1, np.int16)   # -1: past the token's end
+        for b, ids in vmap.items():
+            data[ids, :len(b)] = np.frombuffer(b, np.uint8)
+        starts = np.zeros((4, vocab_size), np.int16)
+        inside = np.repeat(np.array([[0], [0], [1], [1]], bool), vocab_size, 1)
+        escape = np.repeat(np.array([[0], [1], [0], [1]], bool), vocab_size, 1)
+        for col in data.T:                                      # V: tokens, one byte column at a time
+            real = col >= 0
+            quote, slash, cont = col == 0x22, col == 0x5C, (col >= 0x80) & (col < 0xC0)
+            letter = real & escape
+            count = real & inside & ~letter & ~quote & ~cont
+            starts += count
+            escape = np.where(real, count & slash, escape)
+            inside = np.where(real & ~letter & quote, ~inside, inside)
+        cache["starts", vocab_size] = (starts, 2 * inside + escape)
+    return cache["starts", vocab_size]
+
+
+class _Tables:
+    """The token DFA of one pattern, times a character counter when `length` is given.
+
+    outlines-core gives base states q (plus `done`, the sink after pad) and
+    `table[q, t]`, the next base state or DEAD. A state is q * width + c, c being the
+    characters written so far (width 1 without length bounds; saturating at min_length
+    without max_length), so max_length costs a counter, not a DFA copy per character.
+    `dist[q, c]` is the fewest tokens to a final state; `rows(state)` lists the tokens
+    leaving a state sorted by the distance they leave, with cumulative counts `cuts`.
+    """
+
+    def __init__(self, pattern: str, tokenizer, vocab_size: int, path: str, pad: int, mask: int,
+                 length: tuple[int, int | None] | None = None, inside: bool = True):
+        from outlines_core import Index
+        vocabulary, vmap = _vocabulary(tokenizer, pad, mask)
+        try:
+            index = Index(f"(?:{pattern})\\x01", vocabulary)
+        except (ValueError, RuntimeError) as e:
+            raise SchemaError(path, f"pattern {pattern!r} cannot be compiled over this vocabulary ({e}); "
+                                    "simplify the pattern") from None
+        self.pad = pad
+        trans = index.get_transitions()
+        names = np.array(sorted(set(trans) | {t for row in trans.values() for t in row.values()}
+                                | {index.get_initial_state()}))
+        n = len(names) + 1
+        self.done, self.vocab_size = n - 1, vocab_size
+        self.table = np.full((n, vocab_size), DEAD, np.int16 if n < 2**15 else np.int32)
+        base_final = np.zeros(n, bool)
+        for s, row in trans.items():
+            toks = np.fromiter(row.keys(), np.int64, len(row))
+            targets = np.searchsorted(names, np.fromiter(row.values(), np.int64, len(row)))
+            keep = (toks != pad) & (toks < vocab_size)
+            q = np.searchsorted(names, s)
+            self.table[q, toks[keep]] = targets[keep]
+            base_final[q] = _END in row
+        q0 = int(np.searchsorted(names, index.get_initial_state()))
+        base_final[self.done] = True
+        self.table[base_final, pad] = self.done
+        self.toks = [np.flatnonzero(row >= 0) for row in self.table]
+        self.flag = self._flags(tokenizer, vmap, q0, inside) if length else None
+        if self.flag is None:
+            length = None          # the pattern does not tell where quotes are: the checks count
+        self.reach = [int(self.starts[f, toks].max(initial=0)) for f, toks in zip(self.flag, self.toks)] \
+            if length else [0] * n   # most characters one token out of q writes
+        self.lo, self.hi = length or (0, None)
+        self.width = 1 if length is None else (self.hi if self.hi is not None else self.lo) + 1
+        self.initial = q0 * self.width
+        self.final = base_final[:, None] & (np.arange(self.width) >= self.lo)
+        self.dist = self._distances()
+        dead = np.flatnonzero((self.dist[:, :self.width] >= _FAR).all(axis=1))
+        if len(dead):      # states no value can be finished from (e.g. after a real 0x01 token)
+            self.table[np.isin(self.table, dead)] = DEAD
+            self.toks = [np.flatnonzero(row >= 0) for row in self.table]
+        self.cache: dict = {}
+
+    def _flags(self, tokenizer, vmap: dict, q0: int, inside: bool) -> np.ndarray | None:
+        """The entry flag (inside quotes, after a backslash) of each base state, None if ambiguous."""
+        self.starts, exits = _unit_starts(tokenizer, vmap, self.vocab_size)
+        flag, todo = np.full(len(self.table), -1), [q0]
+        flag[q0] = 2 * inside
+        while todo:
+            q = todo.pop()
+            toks = self.toks[q][self.toks[q] != self.pad]
+            for t, f in np.unique(np.stack([self.table[q, toks], exits[flag[q], toks]]), axis=1).T:
+                if flag[t] < 0:
+                    flag[t] = f
+                    todo.append(t)
+                elif flag[t] != f:
+                    return None
+        return np.maximum(flag, 0)
+
+    def step(self, q: int, c: int, toks: np.ndarray):
+        """Targets (q', c') of `toks` out of (q, c); c' == width means too long."""
+        if self.width == 1:
+            return self.table[q, toks], np.zeros(np.shape(toks), np.int64)
+        c2 = c + self.starts[self.flag[q], toks]
+        return self.table[q, toks], np.minimum(c2, self.width - (self.hi is None))
+
+    def _distances(self) -> np.ndarray:
+        """Fewest tokens from each (q, c) to a final state (column `width`: too long, never)."""
+        w = self.width
+        dist = np.hstack([np.where(self.final, 0, _FAR), np.full((len(self.final), 1), _FAR)])
+        moves = []         # per q: the distinct (q', characters) its tokens lead to
+        for q, toks in enumerate(self.toks):
+            k = self.starts[self.flag[q], toks] if w > 1 else np.zeros(len(toks), np.int64)
+            t, k = np.unique(np.stack([self.table[q, toks], k]), axis=1)
+            moves.append((t[:, None], k[:, None] + np.arange(w)))
+        changed = True
+        while changed:     # at most (longest distance + 1) sweeps
+            changed = False
+            for q, (t, c2) in enumerate(moves):
+                if len(t):
+                    c2 = np.minimum(c2, w - (self.hi is None))
+                    best = dist[t, c2].min(axis=0) + 1
+                    if (best < dist[q, :w]).any():
+                        dist[q, :w] = np.minimum(dist[q, :w], best)
+                        changed = True
+        return dist
+
+    def rows(self, state: int, empty: bool) -> tuple[tuple, np.ndarray, np.ndarray]:
+        """(key, order, cuts) of a state: the tokens allowed with r positions left are
+        order[:cuts[r-1]]. States that see the same distances ahead share one entry."""
+        q, c = divmod(state, self.width)
+        ahead = self.dist[:, np.minimum(c + np.arange(self.reach[q] + 1), self.width - (self.hi is None))]
+        key = (q, ahead.tobytes(), empty)
+        if key not in self.cache:
+            if len(self.cache) > 4096:
+                self.cache.clear()
+            toks = self.toks[q]
+            t, c2 = self.step(q, c, toks)
+            need = np.where(t >= 0, self.dist[t, c2], _FAR)
+            if empty:      # an empty (absent) slot: pad straight from the initial state
+                toks, need = np.append(toks, self.pad), np.append(np.where(toks == self.pad, _FAR, need), 0)
+            ok = np.flatnonzero(need < _FAR)
+            need = need[ok].astype(np.int16 if need[ok].max(initial=0) < 2**15 else np.int64)
+            by = np.argsort(need, kind="stable")      # radix sort: distances are small ints
+            cuts = np.searchsorted(need[by], np.arange(int(need.max(initial=0)) + 1), side="right")
+            self.cache[key] = (toks[ok][by], cuts)
+        return (key, *self.cache[key])
+
+
+def _tables(slot: Slot, tokenizer, vocab_size: int, pad: int, mask: int) -> _Tables:
+    """The tables of a slot's pattern, shared by every slot with the same pattern and length."""
+    cache = _TABLES.setdefault(tokenizer, {})
+    key = (slot.pattern, slot.length, slot.json_kind == "string", vocab_size, pad, mask)
+    if key not in cache:
+        cache[key] = _Tables(slot.pattern, tokenizer, vocab_size, slot.path, pad, mask, slot.length,
+                             slot.json_kind == "string")
+    return cache[key]
+
+
+class SlotAutomaton:
+    """A regex slot: its token automaton bound to its budget and checks.
+
+    States are ints; the decoder keeps one per slot, from `initial`, advancing with
+    `next` as it commits tokens left to right. `allow_empty=True` (the slot's group
+    may be absent) also allows pad from the initial state: an empty slot.
+    """
+
+    def __init__(self, slot: Slot, tables: _Tables):
+        self.slot, self.budget, self._t = slot, slot.budget, tables
+        self.pad_id, self.initial = tables.pad, tables.initial
+
+    def allowed(self, state: int, remaining: int, *, allow_empty: bool = False) -> np.ndarray:
+        """Token ids (int64) allowed at `state` with `remaining` positions left, this one included."""
+        if state < 0 or remaining < 1:
+            return np.zeros(0, np.int64)
+        _, order, cuts = self._t.rows(state, allow_empty and state == self.initial)
+        return order[:cuts[min(remaining, len(cuts)) - 1]] if len(cuts) else order
+
+    def allowed_mask(self, state: int, remaining: int, *, allow_empty: bool = False) -> np.ndarray:
+        """`allowed` as a read-only bool row over the vocabulary, cached per state and distance."""
+        if state < 0 or remaining < 1:
+            return np.zeros(self._t.vocab_size, bool)
+        key, _, cuts = self._t.rows(state, allow_empty and state == self.initial)
+        key = (key, min(remaining, len(cuts)))
+        mask = self._t.cache.get(key)
+        if mask is None:
+            mask = np.zeros(self._t.vocab_size, bool)
+            mask[self.allowed(state, remaining, allow_empty=allow_empty)] = True
+            mask.setflags(write=False)
+            self._t.cache[key] = mask
+        return mask
+
+    def next(self, state: int, token: int) -> int:
+        """The state after `token`, or DEAD. Pad from the initial state always gives an empty slot."""
+        t = self._t
+        if state < 0 or not 0 <= token < t.vocab_size:
+            return DEAD
+        q, c = divmod(state, t.width)
+        if token == self.pad_id and state == self.initial:
+            return t.done * t.width
+        q2, c2 = t.step(q, c, np.array([token]))
+        return DEAD if q2[0] < 0 or c2[0] >= t.width else int(q2[0]) * t.width + int(c2[0])
+
+    def is_final(self, state: int) -> bool:
+        return state >= 0 and bool(self._t.final.flat[state])
+
+    def min_tokens(self, state: int) -> int:
+        """Fewest tokens from `state` to a complete value (a huge number if none)."""
+        return int(self._t.dist[divmod(state, self._t.width)]) if state >= 0 else _FAR
+
+    def accepts(self, token_ids, *, allow_empty: bool = False) -> bool:
+        """Whether `token_ids` (value tokens, then pads, at most the budget) fill the slot."""
+        ids = list(token_ids)
+        if len(ids) > self.budget:
+            return False
+        if all(t == self.pad_id for t in ids):
+            return allow_empty or self.is_final(self.initial)
+        state = self.initial
+        for t in ids:
+            state = self.next(state, t)
+        return self.is_final(state)
+
+    def violation(self, value) -> str | None:
+        """Why a decoded value breaks a check no regex expresses (numeric bounds), or None."""
+        return self.slot.violation(value)
+
+
+class ChoiceSet:
+    """A choice slot: candidate texts as token ids padded to the budget, scored whole.
+
+    `ids` is (n, budget) int64; row i spells `texts[i]` then pads. With
+    `allow_empty=True` an all-pad row (the absent slot) is added last.
+    """
+
+    def __init__(self, slot: Slot, pad_id: int):
+        self.slot, self.budget, self.pad_id, self.texts = slot, slot.budget, pad_id, slot.choices
+        self.ids = np.full((len(slot.choices), slot.budget), pad_id, np.int64)
+        for row, toks in zip(self.ids, slot.choice_ids):
+            row[:len(toks)] = toks
+        self.lengths = np.array([len(t) for t in slot.choice_ids])
+
+    def candidates(self, *, allow_empty: bool = False) -> np.ndarray:
+        if not allow_empty:
+            return self.ids
+        return np.vstack([self.ids, np.full((1, self.budget), self.pad_id, np.int64)])
+
+    def score(self, logprobs: np.ndarray, *, allow_empty: bool = False) -> np.ndarray:
+        """Sum over the slot's positions of each candidate's log-probabilities.
+
+        `logprobs` is (budget, V) for the slot's positions; returns (n,) (n+1 with the empty row).
+        """
+        rows = self.candidates(allow_empty=allow_empty)
+        return np.asarray(logprobs)[np.arange(self.budget), rows].sum(axis=1)
+
+    def index(self, token_ids) -> int | None:
+        """Which candidate `token_ids` spell (pads implied), or None."""
+        ids = list(token_ids) + [self.pad_id] * (self.budget - len(token_ids))
+        hits = np.flatnonzero((self.ids == np.asarray(ids)).all(axis=1))
+        return int(hits[0]) if len(hits) else None
+
+    def accepts(self, token_ids, *, allow_empty: bool = False) -> bool:
+        if len(token_ids) > self.budget:
+            return False
+        empty = all(t == self.pad_id for t in token_ids)
+        return self.index(token_ids) is not None or (allow_empty and empty)
+
+    def value(self, i: int):
+        """The JSON value of candidate i."""
+        return self.slot.value(self.texts[i])
+
+    def violation(self, value) -> str | None:
+        return self.slot.violation(value)
+
+
+def compile_slot(slot: Slot, tokenizer, *, vocab_size: int | None = None, pad_id: int | None = None,
+                 mask_id: int | None = None) -> SlotAutomaton | ChoiceSet:
+    """The automaton or candidate set of one slot; SchemaError if no value fits its budget.
+
+    Pad and mask default to the tokenizer's; `vocab_size` widens rows to the model's logits.
+    """
+    pad = tokenizer.pad_id if pad_id is None else pad_id
+    if slot.kind == "choice":
+        return ChoiceSet(slot, pad)
+    mask = tokenizer.mask_id if mask_id is None else mask_id
+    auto = SlotAutomaton(slot, _tables(slot, tokenizer, max(vocab_size or 0, tokenizer.vocab_size), pad, mask))
+    need = auto.min_tokens(auto.initial)
+    if need > slot.budget:
+        what = "no value can be written" if need >= _FAR else f"the shortest value needs {need} tokens"
+        raise SchemaError(slot.path, f"{what} but the budget is {slot.budget}; raise "
+                                     f"Field(json_schema_extra={{'max_tokens': {need}}}) or relax the constraint")
+    return auto
+
+
+def compile_canvas(canvas: Canvas, tokenizer=None, *, vocab_size: int | None = None
+                   ) -> list[SlotAutomaton | ChoiceSet]:
+    """One automaton or candidate set per slot, aligned with `canvas.slots`, cached per canvas.
+
+    `vocab_size` widens the rows to the model's logits when they outnumber the tokenizer's ids.
+    """
+    tokenizer = tokenizer or canvas.tokenizer
+    per_canvas = _COMPILED.setdefault(canvas, {})
+    key = (id(tokenizer), vocab_size)
+    if key not in per_canvas:
+        per_canvas[key] = [compile_slot(s, tokenizer, vocab_size=vocab_size, pad_id=canvas.pad_id,
+                                        mask_id=canvas.mask_id) for s in canvas.slots]
+    return per_canvas[key]
+
+
+def slot_value(canvas: Canvas, ids, slot: int):
+    """The decoded value of one filled slot and the first check it fails: (value, reason or None).
+
+    Raises ExtractionError if the slot's text is not a JSON value of its kind.
+    """
+    s = canvas.slots[slot]
+    value = s.value(canvas.slot_text(ids, slot))
+    return value, s.violation(value)

@@ -1,0 +1,288 @@
+"""Joint constrained denoising of every slot of a batch of canvases.
+
+One forward pass per step over the current block of every canvas, against the
+prefix cache. In each step every unfinished slot of the block commits its next
+token (left to right inside a slot, which keeps the slot completable by
+construction: only tokens from which a final state is reachable within the
+positions left are allowed) and keeps committing further tokens from the same
+forward while the model is confident (`threshold`, as in Fast-dLLM). A pad ends
+a value; the rest of the slot is padded at once. Choice slots (enums, bools,
+union tags) are settled in their first step by scoring whole candidates.
+
+Groups (list items, optional objects, union variants) are present or absent
+as a whole (layout.py has the rules). The decoder decides a group when the
+first token of its first slot is committed: a pad there makes the innermost
+undecided group absent (its slots are padded at once, and so are the later
+items of its list); a value token makes it and its enclosing groups present
+(and, for items, the items before it). A variant is decided by its tag.
+
+Knows nothing of pydantic or text: canvases, automata and a model in, token ids
+and statistics out. The model is anything with `prefill`, `step`, `commit`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top TOP
+TOP = 8  # alternatives remembered per position, for fallbacks when a value fails its checks
+_TORCH_MASKS: dict[int, tuple] = {}  # id(numpy mask) -> (the mask, kept alive; its torch copy)
+
+
+@dataclass
+class Trace:
+    forward_passes: int = 0                   # model calls: prefill, denoising steps, block commits
+    steps: int = 0                            # denoising steps
+    tokens_committed: int = 0                 # slot positions filled by decoding
+    confidence: dict[str, float] = field(default_factory=dict)   # per field: mean prob of its tokens
+    settled_at: dict[str, int] = field(default_factory=dict)     # per field: step at which it finished
+    tokens_per_step: list[int] = field(default_factory=list)
+
+    @property
+    def tokens_per_forward(self) -> float:
+        return self.tokens_committed / max(self.steps, 1)
+
+
+class _Row:
+    """Decoding state of one canvas."""
+
+    def __init__(self, canvas, automata):
+        self.canvas, self.automata = canvas, automata
+        self.ids = list(canvas.ids)
+        n = len(canvas.slots)
+        self.filled = [0] * n                  # positions committed, from the slot's start
+        self.state = [getattr(a, "initial", None) for a in automata]
+        self.done = [False] * n
+        self.present = [True if g.required else None for g in canvas.groups]
+        self.probs: dict[int, list[float]] = {}
+        self.top: dict[int, tuple[list[float], list[int]]] = {}   # position -> alternatives
+        self.trace = Trace()
+        self.groups_of = [[] for _ in range(n)]                  # outermost first
+        for g in canvas.groups:
+            for i in g.slots:
+                self.groups_of[i].append(g.index)
+        for chain in self.groups_of:
+            chain.sort(key=lambda gi: canvas.groups[gi].start)
+        for g in canvas.groups:
+            if g.required:
+                self.set_present(g.index)
+
+    # ---- groups ----
+    def set_present(self, gi):
+        g = self.canvas.groups[gi]
+        if self.present[gi] is False:
+            raise AssertionError(f"group {g.path} was made absent, then present")
+        self.present[gi] = True
+        if g.parent is not None and self.present[g.parent] is None and self.canvas.groups[g.parent].kind != "variant":
+            self.set_present(g.parent)
+        if g.prev is not None and self.present[g.prev] is None:
+            self.set_present(g.prev)
+
+    def set_absent(self, gi, step):
+        g = self.canvas.groups[gi]
+        self.present[gi] = False
+        for i in g.slots:
+            if not self.done[i]:
+                self.fill_pads(i, step)
+        for child in g.children:
+            self.present[child] = False
+        for later in self.canvas.groups:  # the items after an absent item are absent
+            if later.prev == gi and self.present[later.index] is not False:
+                self.set_absent(later.index, step)
+
+    def may_be_absent(self, i) -> int | None:
+        """The innermost undecided group a pad at slot i's first position would make absent."""
+        if self.filled[i]:
+            return None
+        for gi in reversed(self.groups_of[i]):
+            g = self.canvas.groups[gi]
+            if self.present[gi] is None and g.kind != "variant" and g.slots[0] == i:
+                return gi
+        return None
+
+    # ---- slots ----
+    def remaining(self, i):
+        return self.canvas.slots[i].budget - self.filled[i]
+
+    def fill_pads(self, i, step):
+        s = self.canvas.slots[i]
+        for p in range(s.start + self.filled[i], s.end):
+            self.ids[p] = self.canvas.pad_id
+        self.trace.tokens_committed += self.remaining(i)
+        self.filled[i] = s.budget
+        self.finish(i, step)
+
+    def finish(self, i, step):
+        self.done[i] = True
+        path = self.canvas.slots[i].path
+        self.trace.settled_at[path] = step
+        probs = self.probs.get(i, [])
+        self.trace.confidence[path] = sum(probs) / len(probs) if probs else 1.0
+
+    def put(self, i, token, prob, step):
+        s = self.canvas.slots[i]
+        pos = s.start + self.filled[i]
+        self.ids[pos] = token
+        self.filled[i] += 1
+        self.trace.tokens_committed += 1
+        self.probs.setdefault(i, []).append(prob)
+        if token == self.canvas.pad_id:
+            if self.filled[i] == 1 and (gi := self.may_be_absent(i)) is not None:
+                return self.set_absent(gi, step)
+            return self.fill_pads(i, step)
+        if self.filled[i] == 1:
+            for gi in self.groups_of[i]:
+                if self.present[gi] is None and self.canvas.groups[gi].kind != "variant":
+                    self.set_present(gi)
+        if self.state[i] is not None:
+            self.state[i] = self.automata[i].next(self.state[i], token)
+        if self.filled[i] == s.budget:
+            self.finish(i, step)
+
+    def allowed(self, i) -> torch.Tensor:
+        """Tokens slot i may take at its next position ([vocab] bool)."""
+        mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
+                                             allow_empty=self.may_be_absent(i) is not None)
+        if id(mask) not in _TORCH_MASKS:  # the automaton caches its masks; keep one tensor view each
+            _TORCH_MASKS[id(mask)] = (mask, torch.from_numpy(mask.copy()))
+        return _TORCH_MASKS[id(mask)][1]
+
+    def choices(self, i) -> list[list[int]]:
+        return self.automata[i].candidates(allow_empty=self.may_be_absent(i) is not None).tolist()
+
+    def select_variants(self, i, step):
+        """A union tag was written: its variant is present, the others absent."""
+        tag = self.canvas.slot_text(self.ids, i)
+        for g in self.canvas.groups:
+            if g.kind == "variant" and g.selector == i:
+                if tag in g.tags:
+                    self.set_present(g.index)
+                else:
+                    self.set_absent(g.index, step)
+
+
+def _pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
+    if temperature <= 0:
+        return int(logprobs.argmax())
+    # Gumbel-max in float64: low-precision Gumbel noise skews sampling (arXiv:2409.02908)
+    u = torch.rand(logprobs.shape, dtype=torch.float64, generator=generator)
+    return int((logprobs.double() / temperature - torch.log(-torch.log(u))).argmax())
+
+
+def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, generator):
+    """Commit slot i's next token, then more while confident. lp: [block, vocab] log-probs."""
+    s = row.canvas.slots[i]
+    block_start = block_end - lp.shape[0]
+    if s.kind == "choice":
+        cands = row.choices(i)
+        span = [p for p in range(s.start, s.end) if block_start <= p < block_end]
+        scores = torch.tensor([sum(float(lp[p - block_start, c[p - s.start]]) for p in span) for c in cands])
+        best = _pick(scores, temperature, generator)
+        prob = float(scores.softmax(0)[best])
+        for t in cands[best]:
+            if row.done[i]:
+                break
+            row.put(i, t, prob, step)
+        if not row.done[i]:
+            row.finish(i, step)
+        row.select_variants(i, step)
+        return
+    first = True
+    while not row.done[i] and s.start + row.filled[i] < block_end:
+        p = s.start + row.filled[i] - block_start
+        masked = lp[p].masked_fill(~row.allowed(i), -math.inf)
+        token = _pick(masked, temperature, generator)
+        prob = math.exp(float(masked[token] - masked.logsumexp(0)))  # confidence under the constraint
+        if not first and prob < threshold:
+            break
+        values, ids = masked.topk(min(TOP, masked.shape[0]))
+        row.top[s.start + row.filled[i]] = (values.tolist(), ids.tolist())
+        row.put(i, token, prob, step)
+        first = False
+
+
+def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: float = 0.9,
+           temperature: float = 0.0, generator: torch.Generator | None = None,
+           block_size: int | None = None, known: list[dict] | None = None) -> list[_Row]:
+    """Fill every canvas; returns the rows (ids, trace, per-position alternatives).
+
+    prompts: token ids per canvas (any lengths); canvases: same layout length;
+    automata[b][i]: the SlotAutomaton or ChoiceSet of slot i of canvas b;
+    known[b]: {slot index: token ids} fixed before decoding.
+    """
+    device = model.device
+    B = block_size or model.config.block_size
+    rows = [_Row(c, a) for c, a in zip(canvases, automata)]
+    for row, fixed in zip(rows, known or [{}] * len(rows)):
+        for i, toks in sorted(fixed.items()):
+            for t in list(toks) + [row.canvas.pad_id] * (row.canvas.slots[i].budget - len(toks)):
+                if not row.done[i]:
+                    row.put(i, t, 1.0, 0)
+            if row.canvas.slots[i].kind == "choice":
+                row.select_variants(i, 0)
+    P = max(len(p) for p in prompts)
+    pad = model.config.pad_token_id or 0
+    prompt_ids = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=device)
+    cache, _ = model.prefill(prompt_ids, lengths=[len(p) for p in prompts])
+    for row in rows:
+        row.trace.forward_passes += 1
+    L = len(canvases[0].ids)
+    step = 0
+    for block_start in range(0, L, B):
+        block_end = min(block_start + B, L)
+        while True:
+            live = [r for r in rows if any(not r.done[i] and r.canvas.slots[i].start + r.filled[i] < block_end
+                                           for i in range(len(r.done)))]
+            if not live:
+                break
+            index = torch.tensor([rows.index(r) for r in live], device=device)
+            ids = torch.tensor([r.ids[block_start:block_end] for r in live], device=device)
+            logits = model.step(ids, cache.select(index))
+            lps = torch.log_softmax(logits.float(), -1).cpu()
+            step += 1
+            for r, lp in zip(live, lps):
+                before = r.trace.tokens_committed
+                r.trace.forward_passes += 1
+                r.trace.steps += 1
+                for i, s in enumerate(r.canvas.slots):
+                    if not r.done[i] and s.start + r.filled[i] < block_end and s.start + r.filled[i] >= block_start:
+                        _decode_slot(r, i, lp, block_end, step, threshold, temperature, generator)
+                r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
+        if block_end < L:
+            model.commit(torch.tensor([r.ids[block_start:block_end] for r in rows], device=device), cache)
+            for row in rows:
+                row.trace.forward_passes += 1
+    return rows
+
+
+def alternatives(row: _Row, i, limit: int = 64, pops: int = 4096):
+    """Other complete token sequences for slot i, best first, each accepted by the slot's
+    automaton: the fallbacks tried when the decoded value fails a check a regex cannot
+    express. A token scores its remembered log-prob at that position; tokens the
+    model did not rank in its top few score below all of those (UNRANKED), so every
+    value the automaton accepts is reachable, likely ones first."""
+    s, a, pad = row.canvas.slots[i], row.automata[i], row.canvas.pad_id
+    if row.state[i] is None:  # choice slots have no alternatives beyond their candidates
+        return
+    heap = [(0.0, (), a.initial)]
+    found = 0
+    while heap and found < limit and pops > 0:
+        pops -= 1
+        cost, seq, state = heapq.heappop(heap)
+        k = len(seq)
+        if k == s.budget or (seq and seq[-1] == pad):
+            out = list(seq) + [pad] * (s.budget - k)
+            if out != row.ids[s.start:s.end]:
+                found += 1
+                yield out
+            continue
+        values, ids = row.top.get(s.start + k, ([], []))
+        ranked = {t: v for v, t in zip(values, ids) if math.isfinite(v)}
+        floor = min(ranked.values(), default=0.0) - UNRANKED
+        for t in a.allowed(state, s.budget - k).tolist():
+            nxt = state if t == pad else a.next(state, t)
+            heapq.heappush(heap, (cost - ranked.get(t, floor), seq + (t,), nxt))

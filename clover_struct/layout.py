@@ -1,0 +1,666 @@
+"""Lay out a schema as a canvas: fixed token spans around masked value slots.
+
+A pydantic model (or the same constructs in JSON Schema) becomes the tokens of its
+JSON text in which keys, braces, commas, colons and the quotes of required strings
+are fixed, and every leaf value is a *slot* of `budget` mask tokens with the regex
+or the candidate texts its value must match. `Canvas.parse` reads a filled canvas
+back into JSON data; `Canvas.fill` writes data into one (training data, tests).
+
+Groups and absence. A list of at most N items lays out N "item" groups, an
+`Optional[Model]` one "optional" group, each variant of a discriminated union a
+"variant" group. A slot is *empty* when all its positions hold pad.
+- An item or optional group is present iff some slot inside it (nested groups
+  included) is non-empty; in an absent group every slot is empty. So a present
+  item cannot consist of empty strings only: it would read as absent.
+- Present items come first (item k present => item k-1 present); items below
+  `min_items` are `required`. Parsing drops absent items wherever they are.
+- A variant is present iff its union's selector (discriminator) slot, which lies
+  outside the variant groups, holds one of its tags; the other variants' slots are
+  empty. A selector holding `null` makes the union null.
+- In a present scope every slot holds a complete value; between fixed quotes an
+  empty slot is the empty string.
+Plain data: knows nothing of torch, of models, or of token automata (that is
+constraints.py); the tokenizer only encodes fixed text and choices, and reads
+token bytes back.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import operator
+import re
+import weakref
+from collections import namedtuple
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clover_struct.errors import ExtractionError, SchemaError
+
+DEFAULT_STRING_TOKENS = 24  # budget of a string without max_length
+INT_DIGITS = 12             # digits of an integer not bounded on both sides
+FLOAT_INT_DIGITS = 9        # integer digits of such a float
+FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in degrees)
+
+SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescaped
+CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])'    # a character of JSON string content
+_DATE = (r"[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+         r"|02-(?:0[1-9]|1[0-9]|2[0-9]))")   # leap years and year 0000: a format check
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"
+_HEX = "[0-9a-fA-F]"
+FORMATS = {  # format -> (content regex, longest text); whole seconds only
+    "date": (_DATE, 10), "time": (_TIME, 14), "date-time": (f"{_DATE}T{_TIME}", 25),
+    "uuid": (f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}", 36)}
+_NO_FORMATS = {"binary": "bytes cannot be laid out; use str",
+               "duration": "timedelta cannot be laid out; use an int number of seconds"}
+_OPS = {"ge": operator.ge, "gt": operator.gt, "le": operator.le, "lt": operator.lt,
+        "min_length": operator.ge, "max_length": operator.le}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A bound tested on the decoded value (numeric bounds: no regex expresses them)."""
+    op: str  # ge gt le lt multiple_of min_length max_length format
+    bound: Any
+
+    def violation(self, value: Any) -> str | None:
+        """Why `value` breaks this check, or None (null always passes)."""
+        if value is None:
+            return None
+        try:
+            if self.op == "format":
+                ok = _valid_date(value, self.bound)
+            elif self.op == "multiple_of":
+                ok = abs(value / self.bound - round(value / self.bound)) < 1e-9
+            else:
+                ok = _OPS[self.op](len(value) if self.op.endswith("_length") else value, self.bound)
+        except TypeError:
+            ok = False
+        return None if ok else f"{value!r} breaks {self.op} {self.bound}"
+
+
+def _valid_date(text: str, fmt: str) -> bool:
+    parse = datetime.date.fromisoformat if fmt == "date" else datetime.datetime.fromisoformat
+    try:
+        parse(text.replace("Z", "+00:00"))
+        return True
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One leaf value: `budget` positions from `start`, holding value tokens then pads."""
+    path: str
+    start: int
+    budget: int
+    kind: str                    # "regex" or "choice"
+    json_kind: str               # "string": content between fixed quotes; "value": a whole JSON value
+    pattern: str | None = None   # regex over the slot's exact text (regex slots)
+    choices: tuple[str, ...] = ()                   # candidate texts (choice slots)
+    choice_ids: tuple[tuple[int, ...], ...] = ()    # their tokens, each at most `budget`
+    group: int | None = None     # innermost group, None at the top level
+    checks: tuple[Check, ...] = ()
+    nullable: bool = False
+    length: tuple[int, int | None] | None = None    # (min, max) string characters, for the automaton
+
+    @property
+    def end(self) -> int:
+        return self.start + self.budget
+
+    def value(self, text: str) -> Any:
+        """The JSON value of the slot's text; ExtractionError if it is not one of its kind."""
+        if self.kind == "choice" and text not in self.choices:
+            raise ExtractionError(self.path, f"{text!r} is not one of {', '.join(self.choices)}")
+        if self.json_kind == "value" and not text:
+            raise ExtractionError(self.path, "no value (the slot is empty)")
+        try:
+            return json.loads(f'"{text}"' if self.json_kind == "string" else text)
+        except json.JSONDecodeError:
+            kind = "string content" if self.json_kind == "string" else "value"
+            raise ExtractionError(self.path, f"{text!r} is not a valid JSON {kind}") from None
+
+    def violation(self, value: Any) -> str | None:
+        """The first check `value` fails, or None."""
+        return next((r for c in self.checks if (r := c.violation(value))), None)
+
+    def render(self, value: Any) -> str:
+        """The slot text that writes `value` (the inverse of `value`)."""
+        if value is None and not self.nullable:
+            raise ValueError(f"field `{self.path}` needs a value, got None")
+        if isinstance(value, float):
+            text = f"{value:.{FLOAT_FRACTION_DIGITS}f}".rstrip("0").rstrip(".")   # no exponent
+            text = "0" if text == "-0" else text
+        else:
+            text = json.dumps(value, ensure_ascii=False)
+        if self.json_kind == "string":
+            if not isinstance(value, str):
+                raise ValueError(f"field `{self.path}` needs a string, got {value!r}")
+            text = text[1:-1]
+        if self.kind == "choice" and text not in self.choices:
+            raise ValueError(f"field `{self.path}`: {text} is not one of {', '.join(self.choices)}")
+        return text
+
+
+@dataclass(frozen=True)
+class Group:
+    """Slots present or absent together: a list item, an optional object, a union variant."""
+    index: int
+    path: str                    # "tasks[2]", "contact", "shape<circle>"
+    kind: str                    # "item", "optional" or "variant"
+    parent: int | None
+    start: int                   # canvas span [start, end) of its text
+    end: int
+    slots: tuple[int, ...]       # every slot inside, nested groups included
+    fixed: tuple[int, ...]       # canvas positions of its fixed text
+    children: tuple[int, ...] = ()
+    required: bool = False       # item below min_items: must be present
+    prev: int | None = None      # item k-1: this item present => prev present
+    selector: int | None = None  # variant: the discriminator slot
+    tags: tuple[str, ...] = ()   # variant: selector texts that make it present
+
+
+# The layout tree parse and fill walk; a leaf is a slot index.
+_Object = namedtuple("_Object", "fields")            # ((key, node), ...)
+_List = namedtuple("_List", "items nullable")         # ((group, node), ...)
+_Optional = namedtuple("_Optional", "group node")
+_Union = namedtuple("_Union", "key selector variants")   # variants: ((group, _Object), ...)
+_EMPTY = object()   # fill: an all-pad slot
+
+
+@dataclass(frozen=True, eq=False)
+class Canvas:
+    """Fixed ids with `mask_id` at slot positions, the slots, the groups, and the way back."""
+    ids: tuple[int, ...]
+    slots: tuple[Slot, ...]
+    groups: tuple[Group, ...]
+    mask_id: int
+    pad_id: int
+    tokenizer: Any = field(repr=False)
+    schema: dict = field(repr=False)
+    model: type | None = None        # the pydantic class, for `validate`
+    tree: Any = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def check_fits(self, context: int) -> None:
+        """SchemaError unless the canvas fits in `context` tokens."""
+        if len(self.ids) > context:
+            raise SchemaError("", f"the canvas needs {len(self.ids)} tokens but only {context} fit; "
+                                  "lower max_length of lists or max_tokens of fields")
+
+    def is_empty(self, ids, slot: int) -> bool:
+        s = self.slots[slot]
+        return all(t == self.pad_id for t in ids[s.start:s.end])
+
+    def is_present(self, ids, group: int) -> bool:
+        """Whether `group` is present in filled `ids` (the rules of the module docstring)."""
+        g = self.groups[group]
+        if g.kind == "variant":
+            return self.slot_text(ids, g.selector) in g.tags
+        return not all(self.is_empty(ids, i) for i in g.slots)
+
+    def slot_text(self, ids, slot: int) -> str:
+        """A filled slot's text: its tokens up to the first pad ("" when empty)."""
+        s, out, padded = self.slots[slot], bytearray(), False
+        for t in ids[s.start:s.end]:
+            if t == self.pad_id:
+                padded = True
+            elif padded:
+                raise ExtractionError(s.path, "a value token follows padding")
+            elif t == self.mask_id or t in self.tokenizer.special_ids:
+                raise ExtractionError(s.path, "the slot was not filled" if t == self.mask_id
+                                      else f"the slot holds special token {t}")
+            else:
+                out += self.tokenizer.token_bytes(t)
+        try:
+            return out.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ExtractionError(s.path, f"{bytes(out)!r} is not UTF-8 text") from None
+
+    def parse(self, ids) -> Any:
+        """The JSON data of a filled canvas; ExtractionError names a bad slot."""
+        if len(ids) != len(self.ids):
+            raise ValueError(f"a canvas of {len(self.ids)} tokens, got {len(ids)}")
+        ids = list(ids)
+
+        def walk(node):
+            if isinstance(node, int):
+                return self.slots[node].value(self.slot_text(ids, node))
+            if isinstance(node, _Object):
+                return {k: walk(n) for k, n in node.fields}
+            if isinstance(node, _List):
+                items = [walk(n) for g, n in node.items if self.is_present(ids, g)]
+                return None if node.nullable and not items else items
+            if isinstance(node, _Optional):
+                return walk(node.node) if self.is_present(ids, node.group) else None
+            tag, selector = self.slot_text(ids, node.selector), self.slots[node.selector]
+            for g, obj in node.variants:
+                if tag in self.groups[g].tags:
+                    return {node.key: selector.value(tag), **walk(obj)}
+            return selector.value(tag)   # null, or ExtractionError
+        return walk(self.tree)
+
+    def validate(self, ids) -> Any:
+        """`parse`, then the pydantic model's validation (the data as is for a JSON Schema)."""
+        data = self.parse(ids)
+        if self.model is None:
+            return data
+        from pydantic import ValidationError
+        try:
+            return self.model.model_validate(data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+            raise ExtractionError(path, err["msg"]) from None
+
+    def fill(self, data: Any) -> list[int]:
+        """The canvas ids that write `data` (a dict or model instance): the inverse of parse."""
+        if hasattr(data, "model_dump"):
+            data = data.model_dump(mode="json", by_alias=True)
+        ids = list(self.ids)
+
+        def put(i, value):
+            s = self.slots[i]
+            toks = [] if value is _EMPTY else self.tokenizer.encode(s.render(value))
+            if len(toks) > s.budget:
+                raise ValueError(f"field `{s.path}`: {value!r} needs {len(toks)} tokens, budget {s.budget}")
+            ids[s.start:s.end] = toks + [self.pad_id] * (s.budget - len(toks))
+
+        def walk(node, value, path):
+            if value is _EMPTY:         # node is a group: all its slots empty
+                return [put(i, _EMPTY) for i in self.groups[node].slots]
+            if isinstance(node, int):
+                return put(node, value)
+            if isinstance(node, _Object):
+                if not isinstance(value, dict):
+                    raise ValueError(f"field `{path}` needs an object, got {value!r}")
+                return [walk(n, value.get(k), f"{path}.{k}".lstrip(".")) for k, n in node.fields]
+            if isinstance(node, _List):
+                value = value or []
+                if len(value) > len(node.items):
+                    raise ValueError(f"field `{path}` holds at most {len(node.items)} items")
+                return [walk(n, value[k], f"{path}[{k}]") if k < len(value) else walk(g, _EMPTY, path)
+                        for k, (g, n) in enumerate(node.items)]
+            if isinstance(node, _Optional):
+                return walk(node.node, value, path) if value is not None else walk(node.group, _EMPTY, path)
+            put(node.selector, None if value is None else value.get(node.key))
+            tag = json.dumps(None if value is None else value.get(node.key), ensure_ascii=False)
+            for g, obj in node.variants:
+                walk(obj, value, path) if tag in self.groups[g].tags else walk(g, _EMPTY, path)
+        walk(self.tree, data, "")
+        return ids
+
+    def text(self, mark: str = "▢") -> str:
+        """The canvas as text, each slot position shown as `mark`."""
+        slot_at = {p for s in self.slots for p in range(s.start, s.end)}
+        return b"".join(mark.encode() if i in slot_at else self.tokenizer.token_bytes(t)
+                        for i, t in enumerate(self.ids)).decode("utf-8", "replace")
+
+    def describe(self) -> str:
+        """The layout: canvas text, then each group and slot with its budget and constraint."""
+        lines = [f"canvas: {len(self.ids)} tokens, {len(self.slots)} slots, {len(self.groups)} groups",
+                 self.text(), f"{'field':32} {'kind':6} {'budget':>6}  constraint"]
+        rows = [(g.start, 0, g.index, g) for g in self.groups] + [(s.start, 1, i, s) for i, s in enumerate(self.slots)]
+        for *_, x in sorted(rows, key=lambda r: r[:3]):
+            if isinstance(x, Group):
+                rule = (f"present iff {self.slots[x.selector].path} is {' or '.join(x.tags)}"
+                        if x.kind == "variant" else "required" if x.required else "present or absent")
+                lines.append(f"{x.path + ':':32} {x.kind} group, {rule}")
+            else:
+                what = x.pattern if x.kind == "regex" else " | ".join(x.choices)
+                checks = "".join(f"  {c.op} {c.bound}" for c in x.checks)
+                lines.append(f"{x.path:32} {x.kind:6} {x.budget:>6}  {what}{checks}")
+        return "\n".join(lines)
+
+    __str__ = describe
+
+
+_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,
+                 mask_id: int | None = None, pad_id: int | None = None) -> Canvas:
+    """Lay out a pydantic model class or a JSON Schema (dict or .json path) over `tokenizer`.
+
+    `max_tokens`: budget of strings without max_length (default 24). `context`: the most
+    tokens the canvas may take (SchemaError beyond). Cached per (schema, tokenizer, options).
+    """
+    mask_id = tokenizer.mask_id if mask_id is None else mask_id
+    pad_id = tokenizer.pad_id if pad_id is None else pad_id
+    if mask_id is None or pad_id is None or mask_id == pad_id:
+        raise ValueError("the canvas needs distinct mask and pad tokens; pass mask_id= and pad_id=")
+    model = schema if isinstance(schema, type) and hasattr(schema, "model_json_schema") else None
+    if isinstance(schema, (str, Path)):
+        schema = json.loads(Path(schema).read_text())
+    if model is None and not isinstance(schema, dict):
+        raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema")
+    cache = _CACHE.setdefault(tokenizer, {})
+    key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id)
+    if key not in cache:
+        raw = model.model_json_schema() if model else schema
+        cache[key] = _Builder(raw, tokenizer, max_tokens or DEFAULT_STRING_TOKENS).build(model, mask_id, pad_id)
+    if context is not None:
+        cache[key].check_fits(context)
+    return cache[key]
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+class _Builder:
+    """Walks a JSON Schema, emitting fixed text, slots and group markers in canvas order."""
+
+    def __init__(self, root: dict, tokenizer, default_tokens: int):
+        self.root, self.tok, self.default_tokens = root, tokenizer, default_tokens
+        self.defs = {**root.get("definitions", {}), **root.get("$defs", {})}
+        self.pieces: list[tuple] = []   # ("text", str) | ("slot", i) | ("open", g) | ("close", g)
+        self.slots: list[dict] = []
+        self.groups: list[dict] = []
+        self.group: int | None = None   # the innermost open group
+        self.active: list[str] = []     # $refs being walked, to refuse recursion
+
+    def resolve(self, s: dict, path: str) -> tuple[dict, bool, list[str]]:
+        """Follow $ref, allOf of one, anyOf/oneOf with null: (schema, nullable, refs followed)."""
+        nullable, refs = False, []
+        while True:
+            if "$ref" in s:
+                ref = s["$ref"]
+                if not ref.startswith("#/") or ref.rsplit("/", 1)[-1] not in self.defs:
+                    raise SchemaError(path, f"$ref {ref} is not a local definition; put it under $defs")
+                refs.append(ref)
+                s = {**self.defs[ref.rsplit("/", 1)[-1]], **{k: v for k, v in s.items() if k != "$ref"}}
+            elif "allOf" in s:
+                if len(s["allOf"]) != 1:
+                    raise SchemaError(path, "allOf of several schemas cannot be laid out; merge them in one model")
+                s = {**s["allOf"][0], **{k: v for k, v in s.items() if k != "allOf"}}
+            elif ("anyOf" in s or "oneOf" in s) and "discriminator" not in s:
+                word = "anyOf" if "anyOf" in s else "oneOf"
+                members = [m for m in s[word] if m.get("type") != "null"]
+                nullable |= len(members) < len(s[word])
+                rest = {k: v for k, v in s.items() if k != word}
+                if len(members) == 1:
+                    s = {**members[0], **rest}
+                elif all("enum" in m or "const" in m for m in members):
+                    s = {**rest, "enum": [v for m in members for v in m.get("enum", [m.get("const")])]}
+                else:
+                    kinds = ", ".join(str(m.get("type") or m.get("$ref", "?").rsplit("/", 1)[-1]) for m in members)
+                    raise SchemaError(path, f"a union of {kinds} without a discriminator cannot be laid out; "
+                                            "use one type, or models told apart by "
+                                            "Annotated[Union[A, B], Field(discriminator='kind')]")
+            elif isinstance(s.get("type"), list):
+                types = [t for t in s["type"] if t != "null"]
+                nullable |= len(types) < len(s["type"])
+                if len(types) != 1:
+                    raise SchemaError(path, f"a value of types {types} cannot be laid out; use one type")
+                s = {**s, "type": types[0]}
+            else:
+                return s, nullable, refs
+
+    def enter(self, refs: list[str], path: str) -> None:
+        if any(r in self.active for r in refs):
+            raise SchemaError(path, "the model refers to itself; a recursive model has no fixed layout: "
+                                    "unroll it to a fixed depth with separate models")
+        self.active += refs
+
+    def value(self, s: dict, path: str, tokens: int | None = None):
+        s, nullable, refs = self.resolve(s, path)
+        self.enter(refs, path)
+        tokens = s.get("max_tokens", tokens)
+        if tokens is not None and (not isinstance(tokens, int) or tokens < 1):
+            raise SchemaError(path, f"max_tokens must be a positive int, got {tokens!r}")
+        node = self._value(s, path, nullable, tokens)
+        del self.active[len(self.active) - len(refs):]
+        return node
+
+    def _value(self, s, path, nullable, tokens):
+        t = s.get("type")
+        if "discriminator" in s:
+            return self.union(s, path, nullable)
+        if "enum" in s or "const" in s:
+            values = s["enum"] if "enum" in s else [s["const"]]
+            if any(isinstance(v, (dict, list)) for v in values):
+                raise SchemaError(path, "enum values must be strings, numbers or booleans")
+            texts = [json.dumps(v, ensure_ascii=False) for v in values if v is not None]
+            return self.choice(path, texts + ["null"] * (nullable or None in values), tokens)
+        if t == "object" or "properties" in s:
+            if not s.get("properties") or isinstance(s.get("additionalProperties"), dict):
+                raise SchemaError(path, "a model without fields has nothing to lay out" if "properties" in s
+                                  else "a dict / mapping has no fixed keys to lay out; use a model with named fields")
+            if not nullable:
+                return self.object(s, path)
+            g = self.open("optional", path)
+            return _Optional(g, self.close(g, self.object(s, path)))
+        if t == "array":
+            return self.array(s, path, nullable, tokens)
+        if t in ("boolean", "null"):
+            return self.choice(path, ["true", "false"] * (t == "boolean") + ["null"] * (nullable or t == "null"), tokens)
+        if t in ("integer", "number"):
+            return self.number(s, path, nullable, tokens, t == "integer")
+        if t == "string":
+            return self.string(s, path, nullable, tokens)
+        raise SchemaError(path, f"a value of {'type ' + repr(t) if t else 'any type (Any)'} cannot be "
+                                "laid out; use str, int, float, bool, a Literal, an Enum, a model or a list")
+
+    def object(self, s, path, skip=None, lead="{", tail="}"):
+        fields = []
+        for key, sub in s["properties"].items():
+            if key != skip:
+                self.text(f"{lead}{json.dumps(key, ensure_ascii=False)}: ")
+                fields.append((key, self.value(sub, _join(path, key))))
+                lead = ", "
+        self.text(tail)
+        return _Object(tuple(fields))
+
+    def union(self, s, path, nullable):
+        disc = s["discriminator"] if isinstance(s["discriminator"], dict) else {"propertyName": s["discriminator"]}
+        key, by_ref = disc["propertyName"], {ref: tag for tag, ref in disc.get("mapping", {}).items()}
+        variants = []
+        for member in s.get("oneOf") or s.get("anyOf") or []:
+            v, _, refs = self.resolve(member, path)
+            if key not in v.get("properties", {}):
+                raise SchemaError(path, f"every variant of the union needs the discriminator field `{key}`")
+            p = self.resolve(v["properties"][key], _join(path, key))[0]
+            tags = p.get("enum") or [p["const"]] if "const" in p or "enum" in p else \
+                [by_ref[member["$ref"]]] if member.get("$ref") in by_ref else []
+            if not tags:
+                raise SchemaError(_join(path, key), "the discriminator needs a Literal value in each variant")
+            variants.append((v, refs, tuple(json.dumps(t, ensure_ascii=False) for t in tags)))
+        texts = [t for *_, tags in variants for t in tags]
+        if len(set(texts)) < len(texts):
+            raise SchemaError(_join(path, key), "two variants share a discriminator value")
+        self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
+        selector = self.choice(_join(path, key), texts + ["null"] * nullable, None)
+        out = []
+        for v, refs, tags in variants:
+            vpath = f"{path}<{json.loads(tags[0])}>"
+            self.enter(refs, vpath)
+            g = self.open("variant", vpath, selector=selector, tags=tags)
+            out.append((g, self.close(g, self.object(v, vpath, key, ", ", ""))))
+            del self.active[len(self.active) - len(refs):]
+        self.text("}")
+        return _Union(key, selector, tuple(out))
+
+    def array(self, s, path, nullable, tokens):
+        if "prefixItems" in s or isinstance(s.get("items"), list):
+            raise SchemaError(path, "a tuple cannot be laid out; use a model with named fields")
+        if s.get("uniqueItems"):
+            raise SchemaError(path, "a set cannot be laid out; use list[X] with Field(max_length=N)")
+        if "maxItems" not in s:
+            raise SchemaError(path, "a list needs a bound to be laid out: add Field(max_length=N) (maxItems)")
+        if not s.get("items"):
+            raise SchemaError(path, "a list of Any cannot be laid out; give the item type")
+        self.text("[")
+        items, prev = [], None
+        for k in range(s["maxItems"]):
+            g = self.open("item", f"{path}[{k}]", required=k < s.get("minItems", 0), prev=prev)
+            self.text(", " * (k > 0))
+            items.append((g, self.close(g, self.value(s["items"], f"{path}[{k}]", tokens))))
+            if not self.groups[g]["slots"]:
+                raise SchemaError(path, "list items need at least one field to tell they are present")
+            prev = g
+        self.text("]")
+        return _List(tuple(items), nullable)
+
+    def string(self, s, path, nullable, tokens):
+        fmt, length, lo, hi, checks = s.get("format"), None, s.get("minLength", 0), s.get("maxLength"), []
+        if fmt in _NO_FORMATS:
+            raise SchemaError(path, _NO_FORMATS[fmt])
+        if fmt in FORMATS:
+            content, size = FORMATS[fmt]
+            checks = [Check("format", fmt)] if fmt in ("date", "date-time") else []
+        elif hi is not None and hi < lo:
+            raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}")
+        else:
+            content = _content_pattern(s["pattern"], path) if "pattern" in s else CHAR + "*"
+            size, length = hi or max(self.default_tokens, lo), (lo, hi) if lo or hi is not None else None
+        checks += [Check("min_length", lo)] * (lo > 0) + [Check("max_length", hi)] * (hi is not None)
+        if nullable:
+            return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
+                             checks=tuple(checks), length=length, nullable=True)
+        self.text('"')
+        slot = self.slot(path, "string", tokens or size, pattern=content, checks=tuple(checks), length=length)
+        self.text('"')
+        return slot
+
+    def number(self, s, path, nullable, tokens, integer):
+        lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
+        if isinstance(xlo, bool):   # draft 4 spelling
+            lo, xlo = (None, lo) if xlo else (lo, None)
+        if isinstance(xhi, bool):
+            hi, xhi = (None, hi) if xhi else (hi, None)
+        checks = [Check(op, b) for op, b in (("ge", lo), ("gt", xlo), ("le", hi), ("lt", xhi)) if b is not None]
+        checks += [Check("multiple_of", s["multipleOf"])] if s.get("multipleOf") else []
+        low, high = (lo if lo is not None else xlo), (hi if hi is not None else xhi)
+        sign = not ((lo is not None and lo >= 0) or (xlo is not None and xlo >= -integer))
+        if low is not None and high is not None:
+            digits = len(str(int(max(abs(low), abs(high)))))
+        elif high is not None and not sign:
+            digits = len(str(int(abs(high))))
+        else:
+            digits = INT_DIGITS if integer else FLOAT_INT_DIGITS
+        pattern = "-?" * sign + (f"(?:0|[1-9][0-9]{{0,{digits - 1}}})" if digits > 1 else "[0-9]")
+        size = sign + digits + (not integer) * (1 + FLOAT_FRACTION_DIGITS)
+        pattern += "" if integer else rf"(?:\.[0-9]{{1,{FLOAT_FRACTION_DIGITS}}})?"
+        if nullable:
+            pattern, size = f"null|(?:{pattern})", max(size, 4)
+        return self.slot(path, "value", tokens or size, pattern=pattern, checks=tuple(checks), nullable=nullable)
+
+    def choice(self, path, texts, tokens) -> int:
+        ids = tuple(tuple(self.encode(t, path)) for t in texts)
+        need = max(map(len, ids))
+        if tokens is not None and tokens < need:
+            raise SchemaError(path, f"its longest choice needs {need} tokens but max_tokens is {tokens}; "
+                                    f"raise max_tokens to {need}")
+        return self.slot(path, "value", tokens or need, kind="choice", choices=tuple(texts),
+                         choice_ids=ids, nullable="null" in texts)
+
+    def slot(self, path, json_kind, budget, kind="regex", **spec) -> int:
+        i = len(self.slots)
+        self.slots.append(dict(path=path, json_kind=json_kind, budget=budget, kind=kind, group=self.group, **spec))
+        self.pieces.append(("slot", i))
+        g = self.group
+        while g is not None:
+            self.groups[g]["slots"].append(i)
+            g = self.groups[g]["parent"]
+        return i
+
+    def text(self, text: str) -> None:
+        self.pieces.append(("text", text))
+
+    def open(self, kind, path, **extra) -> int:
+        g = len(self.groups)
+        self.groups.append(dict(index=g, path=path, kind=kind, parent=self.group, slots=[], **extra))
+        self.pieces.append(("open", g))
+        self.group = g
+        return g
+
+    def close(self, g, node):
+        self.pieces.append(("close", g))
+        self.group = self.groups[g]["parent"]
+        return node
+
+    def encode(self, text: str, path: str) -> list[int]:
+        ids = self.tok.encode(text)
+        if b"".join(self.tok.token_bytes(i) for i in ids) != text.encode():
+            raise SchemaError(path, f"the tokenizer cannot write {text!r} exactly; "
+                                    "use field names and values it can write")
+        return ids
+
+    def build(self, model, mask_id: int, pad_id: int) -> Canvas:
+        s, nullable, _ = self.resolve(self.root, "")
+        if nullable or not ("properties" in s or "discriminator" in s):
+            raise SchemaError("", "the root of a canvas must be a model (a JSON object)")
+        tree = self.value(self.root, "")
+        ids, buf, stack, fixed, start = [], [], [], {}, {}
+        for kind, x in self.pieces + [("end", None)]:
+            if kind == "text":
+                buf.append(x)
+                continue
+            new = self.encode("".join(buf), "") if buf else []   # fixed text between markers, once
+            for g in stack:
+                fixed[g] += range(len(ids), len(ids) + len(new))
+            ids += new
+            buf.clear()
+            if kind == "slot":
+                self.slots[x]["start"] = len(ids)
+                ids += [mask_id] * self.slots[x]["budget"]
+            elif kind == "open":
+                stack.append(x)
+                fixed[x], start[x] = [], len(ids)
+            elif kind == "close":
+                stack.pop()
+                self.groups[x].update(start=start[x], end=len(ids), fixed=tuple(fixed[x]), slots=tuple(
+                    self.groups[x]["slots"]), children=tuple(c["index"] for c in self.groups if c["parent"] == x))
+        return Canvas(tuple(ids), tuple(Slot(**s) for s in self.slots), tuple(Group(**g) for g in self.groups),
+                      mask_id, pad_id, self.tok, self.root, model, tree)
+
+
+_ESCAPES = {'"': r'\\"', "\\": r"\\\\", "\n": r"\\n", "\r": r"\\r", "\t": r"\\t", "\b": r"\\b", "\f": r"\\f"}
+
+
+def _atom(python: str, rust: str) -> str:
+    """A character class as JSON text: the characters JSON holds unescaped, or the
+    escape of each quote, backslash or control character the class matches."""
+    try:
+        escapes = [e for ch, e in _ESCAPES.items() if re.fullmatch(python, ch)]
+    except re.error:
+        escapes = []
+    return f"(?:[{rust}&&{SAFE}]|{'|'.join(escapes)})" if escapes else f"[{rust}&&{SAFE}]"
+
+
+def _content_pattern(pattern: str, path: str) -> str:
+    """A `pattern` over the unescaped string, as a regex over the JSON text of the string.
+
+    Each character class (`.`, `\\w`, `[^,]`, ...) becomes its characters JSON holds
+    unescaped plus the escapes of the others; literal quotes, backslashes and
+    `\\n \\r \\t` become their escapes. So whatever the slot writes matches the pattern
+    once unescaped. An unanchored side gets `CHAR*`, as pydantic's pattern is a search.
+    """
+    head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
+    p, out, i = pattern[head:len(pattern) - tail], [], 0
+    while i < len(p):
+        c, e, j = p[i], p[i + 1:i + 2], i + 2
+        if c == "\\" and e in ("s", "S", "w", "W", "d", "D", "p", "P"):
+            j = (p.index("}", i) + 1 if p[i + 2:i + 3] == "{" else i + 3) if e in "pP" else j
+            out.append(_atom(p[i:j], p[i:j]))
+        elif c == "\\":
+            out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\"}.get(e, p[i:j]))
+        elif c == "[":
+            j = i + 1 + (p[i + 1:i + 2] == "^")
+            j += p[j:j + 1] == "]"
+            while j < len(p) and p[j] != "]":
+                j += 2 if p[j] == "\\" else 1
+            if j >= len(p):
+                raise SchemaError(path, f"pattern {pattern!r} has an unclosed character class")
+            body = re.sub(r"(?<!\\)((?:\\\\)*)\[", r"\1\\[", p[i + 1:j])  # a `[` in a Python class is literal
+            out.append(_atom(p[i:j + 1], f"[{body}]"))
+            j += 1
+        else:
+            out.append(_atom(".", SAFE) if c == "." else {'"': r'\\"'}.get(c, c))
+            j = i + 1
+        i = j
+    return f"{'' if head else CHAR + '*'}(?:{''.join(out)}){'' if tail else CHAR + '*'}"

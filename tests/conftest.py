@@ -1,0 +1,54 @@
+"""Shared fixtures: toy tokenizers small enough that every automaton builds in milliseconds."""
+
+import pytest
+from tokenizers import Tokenizer as HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
+from clover_struct.engine.tokenizer import Tokenizer
+
+# Multi-character tokens a JSON canvas is made of, as BPE merges (each merge adds one token).
+MERGES = [("{", '"'), ('"', ":"), ('":', " "), ('": ', '"'), (",", " "), (", ", '"'), ('"', "}")]
+SPECIALS = ["<|endoftext|>", "<|mask|>", "<|pad|>"]
+
+
+def char_tokenizer(specials: list[str] = SPECIALS) -> Tokenizer:
+    """Char-level BPE over printable ASCII plus `{"`, `":`, `": `, `": "`, `, `, `, "`, `"}`.
+
+    Digits are single tokens. Ids: 0..94 printable ASCII, then the merges, then the
+    special tokens <|endoftext|>, <|mask|>, <|pad|>. Characters outside printable
+    ASCII cannot be written.
+    """
+    vocab = {chr(c): c - 0x20 for c in range(0x20, 0x7F)}
+    for a, b in MERGES:
+        vocab[a + b] = len(vocab)
+    tok = HFTokenizer(models.BPE(vocab=vocab, merges=MERGES))
+    tok.decoder = decoders.Fuse()
+    tok.add_special_tokens(specials)
+    return Tokenizer(tok)
+
+
+def byte_tokenizer() -> Tokenizer:
+    """A byte-level BPE (every byte is a token, so any UTF-8 text can be written)."""
+    tok = HFTokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(['{"name": "Zoë", "city": "北京"}', "禁止无人机飞行 半径 500 米"] * 20, trainer)
+    return Tokenizer(tok)
+
+
+@pytest.fixture(scope="session")
+def toy_tokenizer() -> Tokenizer:
+    return char_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def make_toy_tokenizer():
+    """`char_tokenizer` itself, for tests that need other special tokens."""
+    return char_tokenizer
+
+
+@pytest.fixture(scope="session")
+def toy_byte_tokenizer() -> Tokenizer:
+    return byte_tokenizer()

@@ -1,0 +1,240 @@
+"""Slot automata: pad rules, length-aware pruning, counting, choices, checks, random walks."""
+
+import datetime
+import random
+from typing import Annotated, Literal, Optional, Union
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+from clover_struct.constraints import DEAD, ChoiceSet, SlotAutomaton, compile_canvas, slot_value
+from clover_struct.errors import ExtractionError, SchemaError
+from clover_struct.layout import build_canvas
+
+
+class Circle(BaseModel):
+    kind: Literal["circle"]
+    radius: int = Field(ge=1, le=500)
+
+
+class Poly(BaseModel):
+    kind: Literal["poly"]
+    sides: int = Field(ge=3, le=9)
+    label: Optional[str] = Field(None, max_length=3)
+
+
+class Task(BaseModel):
+    who: str = Field(min_length=1, max_length=6)
+    priority: Optional[int] = Field(None, ge=-5, le=5)
+    due: Optional[datetime.date] = None
+
+
+class Record(BaseModel):
+    code: str = Field(pattern=r"^[A-Z]{2}[0-9]{1,3}$")
+    free: str = Field(pattern=r"^[^,]+$")
+    some_digit: str = Field(pattern=r"[0-9]", max_length=4)
+    lat: float = Field(ge=-90, le=90)
+    active: bool
+    note: Optional[str] = Field(None, max_length=5)
+    at: datetime.datetime
+    shape: Annotated[Union[Circle, Poly], Field(discriminator="kind")]
+    tasks: list[Task] = Field(min_length=1, max_length=3)
+    lead: Optional[Task] = None
+
+
+def slot_named(canvas, autos, path):
+    return next(a for s, a in zip(canvas.slots, autos) if s.path == path)
+
+
+def walk(auto, tokens):
+    state = auto.initial
+    for t in tokens:
+        state = auto.next(state, t)
+    return state
+
+
+def test_pad_only_in_final_states_and_only_pads_after_pad(toy_tokenizer):
+    class M(BaseModel):
+        n: int = Field(ge=0, le=99)
+    c = build_canvas(M, toy_tokenizer)
+    (a,) = compile_canvas(c)
+    pad, one = toy_tokenizer.pad_id, toy_tokenizer.encode("1")[0]
+    assert pad not in a.allowed(a.initial, 2)                       # no value yet: not final
+    assert pad in a.allowed(a.initial, 2, allow_empty=True)        # unless the slot may be empty (absent)
+    s1 = a.next(a.initial, one)
+    assert a.is_final(s1) and pad in a.allowed(s1, 1)
+    done = a.next(s1, pad)
+    assert list(a.allowed(done, 1)) == [pad] and a.next(done, one) == DEAD
+    assert a.accepts([one, pad]) and not a.accepts([pad, one]) and not a.accepts([pad, pad])
+    assert a.accepts([pad, pad], allow_empty=True) and not a.accepts([one, one, one])
+
+
+def test_special_tokens_never_inside_a_value(toy_tokenizer):
+    c = build_canvas(Record, toy_tokenizer)
+    banned = {toy_tokenizer.mask_id, toy_tokenizer.eos_id}
+    for a in compile_canvas(c):
+        if isinstance(a, SlotAutomaton):
+            for state in range(len(a._t.final.flat)):
+                assert not banned & set(a.allowed(state, a.budget).tolist())
+
+
+def test_pruning_keeps_a_final_state_reachable(toy_tokenizer):
+    class M(BaseModel):
+        day: datetime.date
+        name: str = Field(min_length=3, max_length=5)
+    c = build_canvas(M, toy_tokenizer)
+    day, name = compile_canvas(c)
+    assert day.min_tokens(day.initial) == 10
+    assert len(day.allowed(day.initial, 9)) == 0 and len(day.allowed(day.initial, 10)) == 10   # digits
+    state = walk(name, toy_tokenizer.encode("ab"))
+    assert toy_tokenizer.pad_id not in name.allowed(state, 3)       # min_length 3 not reached
+    last = name.allowed(state, 1).tolist()     # the last position must complete the value
+    assert name.min_tokens(state) == 1 and last and all(name.is_final(name.next(state, t)) for t in last)
+    # Brute force: a token is allowed iff its next state can still finish in the positions left.
+    for state in [name.initial, walk(name, [toy_tokenizer.encode("a")[0]]), state]:
+        for r in range(1, 6):
+            expected = {t for t in range(toy_tokenizer.vocab_size)
+                        if name.next(state, t) >= 0 and name.min_tokens(name.next(state, t)) <= r - 1}
+            assert set(name.allowed(state, r).tolist()) == expected
+            mask = name.allowed_mask(state, r)
+            assert set(np.flatnonzero(mask).tolist()) == expected and not mask.flags.writeable
+
+
+def test_budget_below_the_shortest_value_is_a_schema_error(toy_tokenizer):
+    class M(BaseModel):
+        day: datetime.date = Field(json_schema_extra={"max_tokens": 9})
+    with pytest.raises(SchemaError, match="shortest value needs 10 tokens but the budget is 9") as e:
+        compile_canvas(build_canvas(M, toy_tokenizer))
+    assert e.value.path == "day" and "max_tokens" in str(e.value)
+
+
+def test_max_length_counts_characters_not_tokens_or_bytes(toy_tokenizer, toy_byte_tokenizer):
+    class M(BaseModel):
+        s: str = Field(max_length=3, json_schema_extra={"max_tokens": 8})
+        n: Optional[str] = Field(None, max_length=2)
+    s, n = compile_canvas(build_canvas(M, toy_tokenizer))
+    enc, pad = toy_tokenizer.encode, toy_tokenizer.pad_id
+    assert s.accepts(enc('a\\"b')) and not s.accepts(enc("abcd")) and s.accepts(enc("abc"))   # \" is one
+    assert n.accepts(enc("null")) and n.accepts(enc('"ab"')) and n.accepts(enc('"a"') + [pad])
+    assert n.budget == 4 and not n.accepts(enc('"abc"')) and not n.accepts(enc('"a'))
+    s, _ = compile_canvas(build_canvas(M, toy_byte_tokenizer))
+    enc = toy_byte_tokenizer.encode
+    assert s.accepts(enc("北京")) and s.accepts(enc("Zoë")) and not s.accepts(enc("北京市!"))
+
+
+def test_user_patterns_apply_to_the_unescaped_content(toy_tokenizer):
+    c = build_canvas(Record, toy_tokenizer)
+    autos = compile_canvas(c)
+    code, free = slot_named(c, autos, "code"), slot_named(c, autos, "free")
+    enc = toy_tokenizer.encode
+    assert code.accepts(enc("AB12")) and not code.accepts(enc("A12")) and not code.accepts(enc("AB1234"))
+    assert free.accepts(enc('x\\"y')) and not free.accepts(enc("a,b")) and not free.accepts(enc('a"b'))
+    digit = slot_named(c, autos, "some_digit")      # unanchored: a search, as in pydantic
+    assert digit.accepts(enc("ab1c")) and not digit.accepts(enc("abc")) and not digit.accepts(enc("ab1cd"))
+
+
+def test_a_tokenizer_without_a_mask_token_takes_one_by_argument(make_toy_tokenizer):
+    tok = make_toy_tokenizer(["<|endoftext|>", "<|pad|>"])
+    assert tok.mask_id is None
+    with pytest.raises(ValueError, match="mask_id="):
+        build_canvas(Task, tok)
+    c = build_canvas(Task, tok, mask_id=tok.eos_id)
+    assert c.mask_id == tok.eos_id and c.ids.count(tok.eos_id) == sum(s.budget for s in c.slots)
+    for a in compile_canvas(c):
+        assert tok.eos_id not in a.allowed(a.initial, a.budget)
+    with pytest.raises(ExtractionError, match="not filled"):
+        c.parse(c.ids)
+    assert c.validate(c.fill(Task(who="bo", priority=-5))) == Task(who="bo", priority=-5)
+
+
+def test_choice_sets_score_whole_candidates(toy_tokenizer):
+    class M(BaseModel):
+        kind: Literal["a", "bcd"]
+    c = build_canvas(M, toy_tokenizer)
+    (choice,) = compile_canvas(c)
+    pad = toy_tokenizer.pad_id
+    assert isinstance(choice, ChoiceSet) and choice.ids.shape == (2, 5)
+    assert choice.ids[0].tolist() == toy_tokenizer.encode('"a"') + [pad, pad]
+    assert choice.candidates(allow_empty=True).shape == (3, 5)
+    logp = np.full((5, toy_tokenizer.vocab_size), -5.0)
+    logp[np.arange(5), choice.ids[1]] = -0.1
+    assert choice.score(logp).argmax() == 1 and choice.score(logp, allow_empty=True).shape == (3,)
+    assert choice.index(choice.ids[1][:5].tolist()) == 1 and choice.value(1) == "bcd"
+    assert choice.accepts(toy_tokenizer.encode('"a"')) and not choice.accepts(toy_tokenizer.encode('"b"'))
+    assert choice.accepts([pad] * 5, allow_empty=True) and not choice.accepts([pad] * 5)
+
+
+def test_checks_no_regex_expresses_are_reported(toy_tokenizer):
+    c = build_canvas(Record, toy_tokenizer)
+    lat = slot_named(c, compile_canvas(c), "lat")
+    assert lat.accepts(toy_tokenizer.encode("96.5"))                  # the regex caps digits only
+    assert lat.violation(96.5) == "96.5 breaks le 90" and lat.violation(-89.0) is None
+    ids = list(c.fill(Record(code="AB1", free="x", some_digit="1", lat=1.5, active=True, at="2024-01-01T00:00:00Z",
+                             shape=Circle(kind="circle", radius=3), tasks=[Task(who="a")])))
+    i = [s.path for s in c.slots].index("lat")
+    assert slot_value(c, ids, i) == (1.5, None)
+
+
+def test_automata_are_shared_per_pattern(toy_tokenizer):
+    c = build_canvas(Record, toy_tokenizer)
+    autos = compile_canvas(c)
+    assert compile_canvas(c) is autos
+    whos = [a for s, a in zip(c.slots, autos) if s.path.endswith(".who")]
+    assert len(whos) == 4 and all(a._t is whos[0]._t for a in whos)
+
+
+def random_fill(canvas, autos, rng: random.Random) -> list[int]:
+    """What a decoder does, with random choices: groups decided in order, each slot walked
+    left to right over allowed tokens, values breaking a check drawn again."""
+    ids, pad, present, chosen = list(canvas.ids), canvas.pad_id, {}, {}
+    for g in canvas.groups:
+        if g.kind != "variant":
+            up = (g.parent is None or present[g.parent]) and (g.prev is None or present[g.prev])
+            present[g.index] = up and (g.required or rng.random() < 0.6)
+    for i, (slot, auto) in enumerate(zip(canvas.slots, autos)):
+        g = slot.group
+        if g is not None and canvas.groups[g].kind == "variant":
+            parent = canvas.groups[g].parent
+            present[g] = (parent is None or present[parent]) and chosen.get(canvas.groups[g].selector) in \
+                canvas.groups[g].tags
+        if g is not None and not present[g]:
+            ids[slot.start:slot.end] = [pad] * slot.budget
+            continue
+        for _ in range(20):
+            if isinstance(auto, ChoiceSet):
+                row = rng.randrange(len(auto.texts))
+                tokens, chosen[i] = auto.ids[row].tolist(), auto.texts[row]
+            else:
+                state, tokens = auto.initial, []
+                for pos in range(slot.budget):
+                    allowed = auto.allowed(state, slot.budget - pos)
+                    assert len(allowed), f"{slot.path}: dead end at position {pos}"
+                    values = [t for t in allowed.tolist() if t != pad]
+                    t = pad if pad in allowed and (not values or rng.random() < 0.3) else rng.choice(values)
+                    tokens.append(t)
+                    state = auto.next(state, t)
+                assert auto.is_final(state) and auto.accepts(tokens)
+            ids[slot.start:slot.end] = tokens
+            if slot_value(canvas, ids, i)[1] is None:
+                break
+    return ids
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_walks_always_give_a_valid_record(toy_tokenizer, seed):
+    c = build_canvas(Record, toy_tokenizer)
+    ids = random_fill(c, compile_canvas(c), random.Random(seed))
+    record = c.validate(ids)
+    assert isinstance(record, Record) and 1 <= len(record.tasks) <= 3
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_walks_with_a_byte_level_tokenizer(toy_byte_tokenizer, seed):
+    c = build_canvas(Record, toy_byte_tokenizer)
+    record = c.validate(random_fill(c, compile_canvas(c), random.Random(seed)))
+    assert all(1 <= len(t.who) <= 6 for t in record.tasks) and (record.note is None or len(record.note) <= 5)

@@ -1,0 +1,115 @@
+"""The joint decoder and the extract API, with tiny random models (which know nothing)."""
+
+from typing import Literal
+
+import pytest
+import torch
+from pydantic import BaseModel, Field
+
+from clover_struct import ExtractionError, extract, extract_many
+from clover_struct.engine.config import preset
+from clover_struct.engine.model import CloverModel
+
+
+def tiny_model(tok, *, block_size=64, std=0.02, seed=0, **overrides):
+    torch.manual_seed(seed)
+    config = preset("tiny", vocab_size=tok.vocab_size, mask_token_id=tok.mask_id, pad_token_id=tok.pad_id,
+                    eos_token_id=tok.eos_id, block_size=block_size, **overrides)
+    return CloverModel(config, tok).init_weights(std=std).eval()
+
+
+class Six(BaseModel):
+    a: str = Field(max_length=8)
+    b: str = Field(max_length=8)
+    c: str = Field(max_length=8)
+    d: int
+    e: str = Field(pattern=r"[A-Z]{4}")
+    f: Literal["yes", "no"]
+
+
+def budgets(canvas, lo, hi):
+    return [s.budget for s in canvas.slots if s.start < hi and s.end > lo]
+
+
+def test_forward_passes_follow_the_longest_field_not_the_sum(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, block_size=256)
+    value, trace = extract("alpha beta gamma", Six, model=model, trace=True)
+    canvas = __import__("clover_struct.layout", fromlist=["x"]).build_canvas(Six, toy_tokenizer)
+    assert len(canvas.ids) <= 256  # one block
+    sizes = budgets(canvas, 0, len(canvas.ids))
+    assert trace.steps <= max(sizes) < sum(sizes)
+    assert trace.forward_passes == trace.steps + 1          # + the prompt's prefill
+    assert trace.tokens_committed == sum(sizes)
+    assert set(trace.settled_at) == {s.path for s in canvas.slots}
+    assert all(0.0 <= p <= 1.0 for p in trace.confidence.values())
+    assert isinstance(value, Six)
+
+
+def test_several_blocks_cost_the_longest_field_of_each(toy_tokenizer):
+    from clover_struct.layout import build_canvas
+
+    model = tiny_model(toy_tokenizer, block_size=16)
+    canvas = build_canvas(Six, toy_tokenizer)
+    _, trace = extract("some text", Six, model=model, trace=True)
+    blocks = range(0, len(canvas.ids), 16)
+    bound = sum(max(budgets(canvas, b, b + 16), default=0) for b in blocks)
+    assert trace.steps <= bound
+    assert trace.forward_passes <= 1 + trace.steps + len(blocks) - 1
+
+
+def test_a_confident_model_commits_many_tokens_per_step(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, block_size=256, std=1.0)  # large weights: peaked distributions
+    _, trace = extract("x", Six, model=model, trace=True, threshold=0.5)
+    assert trace.tokens_per_forward > len(Six.model_fields)
+
+
+def test_a_batch_equals_each_text_alone(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, block_size=32, std=0.5)
+    texts = [("notice " * (1 + i % 7) + str(i))[: 5 + 3 * i] for i in range(32)]
+    batch = extract_many(texts, Six, model=model, batch_size=32)
+    for text, got in zip(texts, batch):
+        assert got == extract(text, Six, model=model)
+
+
+def test_known_values_are_kept_and_not_generated(toy_tokenizer):
+    model = tiny_model(toy_tokenizer)
+    value, trace = extract("t", Six, model=model, trace=True, known={"e": "EGTT", "f": "no", "d": 42})
+    assert (value.e, value.f, value.d) == ("EGTT", "no", 42)
+    free, _ = extract("t", Six, model=model, trace=True)
+    assert trace.tokens_committed > 0 and trace.settled_at["e"] == 0
+    with pytest.raises(KeyError, match="no field `zz`"):
+        extract("t", Six, model=model, known={"zz": 1})
+    with pytest.raises(ValueError, match="not a value field `e` can hold"):
+        extract("t", Six, model=model, known={"e": "lowercase"})
+
+
+def test_sampling_is_reproducible_with_a_seed(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, std=0.5)
+    runs = [extract("t", Six, model=model, temperature=1.0, seed=s) for s in (1, 1, 2)]
+    assert runs[0] == runs[1]
+    assert extract("t", Six, model=model) == extract("t", Six, model=model)
+
+
+def test_text_longer_than_the_context(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, max_position_embeddings=160)
+    with pytest.raises(ExtractionError, match="context leaves"):
+        extract("x" * 500, Six, model=model)
+    assert isinstance(extract("x" * 500, Six, model=model, truncate=True), Six)
+
+
+def test_one_bad_record_does_not_lose_the_others(toy_tokenizer):
+    model = tiny_model(toy_tokenizer)
+    out = extract_many(["fine", "", "also fine"], Six, model=model)
+    assert isinstance(out[0], Six) and isinstance(out[2], Six)
+    assert isinstance(out[1], ExtractionError) and "empty" in str(out[1])
+
+
+class Bounded(BaseModel):
+    x: float = Field(ge=-1.5, le=2.0)
+    n: int = Field(gt=10, lt=13)
+
+
+def test_numeric_bounds_fall_back_to_the_next_best_value(toy_tokenizer):
+    for seed in range(5):
+        v = extract("bounds", Bounded, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert -1.5 <= v.x <= 2.0 and 10 < v.n < 13

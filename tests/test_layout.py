@@ -1,0 +1,275 @@
+"""Canvas layout: fixed spans, slots, budgets, groups, parse/fill, and every SchemaError."""
+
+import datetime
+import enum
+import json
+from typing import Annotated, Any, Literal, Optional, Union
+
+import pytest
+from pydantic import BaseModel, Field
+
+from clover_struct.errors import ExtractionError, SchemaError
+from clover_struct.layout import CHAR, build_canvas
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Flat(BaseModel):
+    name: str = Field(max_length=10)
+    count: int = Field(ge=0, le=500)
+    lat: float = Field(ge=-90, le=90)
+    ok: bool
+    color: Color
+    day: datetime.date
+    note: Optional[str] = None
+
+
+class Item(BaseModel):
+    name: str = Field(max_length=4)
+    qty: int = Field(ge=0, le=9)
+
+
+class Order(BaseModel):
+    items: list[Item] = Field(min_length=1, max_length=3)
+
+
+class Circle(BaseModel):
+    kind: Literal["circle"]
+    radius: int = Field(ge=0, le=999)
+
+
+class Poly(BaseModel):
+    kind: Literal["poly"]
+    sides: int = Field(ge=3, le=9)
+    label: str = Field(max_length=3)
+
+
+Shape = Annotated[Union[Circle, Poly], Field(discriminator="kind")]
+
+
+class Zone(BaseModel):
+    shape: Shape
+    backup: Optional[Shape] = None
+    contact: Optional[Item] = None
+
+
+def text_of(canvas, ids):
+    return "".join(canvas.tokenizer.token_bytes(t).decode() for t in ids)
+
+
+def test_fixed_text_is_tokenized_once_and_slots_are_masks(toy_tokenizer):
+    c = build_canvas(Flat, toy_tokenizer)
+    assert c.text("#") == ('{"name": "' + "#" * 10 + '", "count": ###, "lat": ' + "#" * 10 + ', "ok": #####, '
+                           '"color": #######, "day": "##########", "note": ' + "#" * 26 + "}")
+    assert c.ids[:c.slots[0].start] == tuple(toy_tokenizer.encode('{"name": "'))
+    assert c.ids[c.slots[0].end:c.slots[1].start] == tuple(toy_tokenizer.encode('", "count": '))
+    at_slot = {p for s in c.slots for p in range(s.start, s.end)}
+    assert all((t == c.mask_id) == (i in at_slot) for i, t in enumerate(c.ids))
+    assert [s.path for s in c.slots] == ["name", "count", "lat", "ok", "color", "day", "note"]
+
+
+def test_budgets_patterns_and_checks(toy_tokenizer):
+    slots = {s.path: s for s in build_canvas(Flat, toy_tokenizer).slots}
+    assert (slots["name"].json_kind, slots["name"].pattern, slots["name"].length) == ("string", CHAR + "*", (0, 10))
+    assert slots["count"].pattern == "(?:0|[1-9][0-9]{0,2})" and slots["count"].budget == 3   # no sign: ge=0
+    assert slots["lat"].pattern.startswith("-?(?:0|[1-9][0-9]{0,1})") and slots["lat"].budget == 10
+    assert [(k.op, k.bound) for k in slots["lat"].checks] == [("ge", -90), ("le", 90)]
+    assert slots["day"].json_kind == "string" and slots["day"].budget == 10
+    note = slots["note"]   # Optional[str]: the slot covers the quotes or null
+    assert note.nullable and note.json_kind == "value" and note.pattern.startswith('null|"')
+    assert note.budget == 24 + 2
+
+
+def test_budget_can_be_set_per_field_and_per_canvas(toy_tokenizer):
+    class M(BaseModel):
+        a: str = Field(json_schema_extra={"max_tokens": 7})
+        b: str
+        c: list[int] = Field(max_length=2, json_schema_extra={"max_tokens": 2})
+    slots = build_canvas(M, toy_tokenizer, max_tokens=5).slots
+    assert [s.budget for s in slots] == [7, 5, 2, 2]
+
+
+def test_choice_slots(toy_tokenizer):
+    class M(BaseModel):
+        ok: bool
+        color: Color
+        level: Optional[Literal[1, 2, "x"]] = None
+    a, b, c = build_canvas(M, toy_tokenizer).slots
+    assert a.kind == "choice" and a.choices == ("true", "false") and a.budget == 5
+    assert b.choices == ('"red"', '"green"') and b.budget == 7
+    assert c.choices == ("1", "2", '"x"', "null") and c.nullable and c.budget == 4
+    assert all(len(ids) <= s.budget for s in (a, b, c) for ids in s.choice_ids)
+    assert b.choice_ids[0] == tuple(toy_tokenizer.encode('"red"'))
+
+
+def test_fill_and_parse_round_trip(toy_tokenizer):
+    c = build_canvas(Flat, toy_tokenizer)
+    flat = Flat(name='say "hi"', count=42, lat=-51.25, ok=False, color=Color.GREEN, day="2024-02-29", note=None)
+    ids = c.fill(flat)
+    assert text_of(c, ids[c.slots[0].start:c.slots[0].end]).startswith('say \\"hi\\"')
+    assert c.parse(ids) == {"name": 'say "hi"', "count": 42, "lat": -51.25, "ok": False, "color": "green",
+                            "day": "2024-02-29", "note": None}
+    assert c.validate(ids) == flat
+
+
+def test_parse_names_the_slot_that_is_not_a_value(toy_tokenizer):
+    c = build_canvas(Flat, toy_tokenizer)
+    good = c.fill(Flat(name="a", count=1, lat=0.5, ok=True, color=Color.RED, day="2024-01-01"))
+    count = c.slots[1]
+
+    def with_count(tokens):
+        ids = list(good)
+        ids[count.start:count.end] = tokens
+        return ids
+    pad, enc = toy_tokenizer.pad_id, toy_tokenizer.encode
+    for tokens, reason in [(enc("1a") + [pad], "not a valid JSON value"), ([c.mask_id] * 3, "not filled"),
+                           ([pad] + enc("12"), "follows padding"), ([pad] * 3, "slot is empty")]:
+        with pytest.raises(ExtractionError, match=reason) as e:
+            c.parse(with_count(tokens))
+        assert e.value.path == "count"
+    with pytest.raises(ExtractionError) as e:   # a value the automaton allows but the bounds do not
+        c.validate(with_count(enc("999")))
+    assert e.value.path == "count"
+
+
+def test_list_items_are_groups_present_first(toy_tokenizer):
+    c = build_canvas(Order, toy_tokenizer)
+    assert [(g.path, g.kind, g.required, g.prev) for g in c.groups] == [
+        ("items[0]", "item", True, None), ("items[1]", "item", False, 0), ("items[2]", "item", False, 1)]
+    g1 = c.groups[1]
+    assert g1.slots == (2, 3) and all(c.slots[i].group == 1 for i in g1.slots)
+    assert text_of(c, [c.ids[p] for p in g1.fixed]) == ', {"name": "", "qty": }'   # its separator included
+    assert g1.start == c.groups[0].end and c.groups[2].end == len(c) - 2             # then "]}"
+    ids = c.fill({"items": [{"name": "ab", "qty": 1}, {"name": "", "qty": 2}]})
+    assert [c.is_present(ids, g) for g in range(3)] == [True, True, False]
+    assert all(t == c.pad_id for i in c.groups[2].slots for t in ids[c.slots[i].start:c.slots[i].end])
+    assert c.parse(ids) == {"items": [{"name": "ab", "qty": 1}, {"name": "", "qty": 2}]}
+    # Parsing drops an absent item wherever it is.
+    ids = c.fill({"items": [{"name": "a", "qty": 1}, {"name": "b", "qty": 2}, {"name": "c", "qty": 3}]})
+    for i in c.groups[1].slots:
+        ids[c.slots[i].start:c.slots[i].end] = [c.pad_id] * c.slots[i].budget
+    assert [x["name"] for x in c.parse(ids)["items"]] == ["a", "c"]
+
+
+def test_an_all_empty_item_reads_as_absent(toy_tokenizer):
+    class Tags(BaseModel):
+        tags: list[str] = Field(max_length=3)
+    c = build_canvas(Tags, toy_tokenizer)
+    assert c.parse(c.fill({"tags": ["a", ""]})) == {"tags": ["a"]}
+
+
+def test_nested_lists_link_groups_to_parents(toy_tokenizer):
+    class Grid(BaseModel):
+        rows: Optional[list[list[int]]] = Field(None, max_length=2)
+    # Grid.rows has no inner bound: refused; with one, groups nest.
+    with pytest.raises(SchemaError, match=r"rows\[0\].*max_length"):
+        build_canvas(Grid, toy_tokenizer)
+
+    class Grid2(BaseModel):
+        rows: Optional[list[Annotated[list[int], Field(max_length=2)]]] = Field(None, max_length=2)
+    c = build_canvas(Grid2, toy_tokenizer)
+    assert [(g.path, g.parent) for g in c.groups] == [("rows[0]", None), ("rows[0][0]", 0), ("rows[0][1]", 0),
+                                                       ("rows[1]", None), ("rows[1][0]", 3), ("rows[1][1]", 3)]
+    assert c.groups[0].children == (1, 2) and c.groups[0].slots == (0, 1)
+    assert c.parse(c.fill({"rows": [[1], [2, 3]]})) == {"rows": [[1], [2, 3]]}
+    assert c.parse(c.fill({"rows": None})) == {"rows": None}     # nullable list: no item is null
+
+
+def test_discriminated_union_is_a_selector_and_variant_groups(toy_tokenizer):
+    c = build_canvas(Zone, toy_tokenizer)
+    sel = c.slots[0]
+    assert sel.path == "shape.kind" and sel.choices == ('"circle"', '"poly"')
+    circle, poly = c.groups[:2]
+    assert (circle.kind, circle.selector, circle.tags, circle.path) == ("variant", 0, ('"circle"',), "shape<circle>")
+    assert [c.slots[i].path for i in poly.slots] == ["shape<poly>.sides", "shape<poly>.label"]
+    assert c.slots[c.groups[2].selector].choices == ('"circle"', '"poly"', "null")   # Optional union
+    zone = Zone(shape=Poly(kind="poly", sides=5, label="ab"), backup=None, contact=Item(name="x", qty=0))
+    ids = c.fill(zone)
+    assert not c.is_present(ids, 0) and c.is_present(ids, 1)
+    assert all(c.is_empty(ids, i) for i in circle.slots)
+    assert c.parse(ids) == {"shape": {"kind": "poly", "sides": 5, "label": "ab"}, "backup": None,
+                            "contact": {"name": "x", "qty": 0}}
+    assert c.validate(ids) == zone
+    contact = c.groups[-1]
+    assert (contact.kind, contact.path) == ("optional", "contact")
+    assert c.parse(c.fill(zone.model_copy(update={"contact": None})))["contact"] is None
+
+
+def test_json_schema_input_matches_the_model(toy_tokenizer, tmp_path):
+    schema = Flat.model_json_schema()
+    from_dict = build_canvas(json.loads(json.dumps(schema)), toy_tokenizer)
+    assert from_dict.ids == build_canvas(Flat, toy_tokenizer).ids and from_dict.model is None
+    path = tmp_path / "flat.schema.json"
+    path.write_text(json.dumps(schema))
+    assert build_canvas(str(path), toy_tokenizer).ids == from_dict.ids
+    hand = {"type": "object", "properties": {
+        "n": {"type": ["integer", "null"], "minimum": 0, "exclusiveMaximum": 100},
+        "when": {"type": "string", "format": "date-time"},
+        "kind": {"const": "a"},
+        "ids": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2}}}
+    c = build_canvas(hand, toy_tokenizer)
+    n, when, kind = c.slots[:3]
+    assert n.nullable and [(k.op, k.bound) for k in n.checks] == [("ge", 0), ("lt", 100)]
+    assert when.json_kind == "string" and "T" in when.pattern and kind.choices == ('"a"',)
+    data = {"n": None, "when": "2024-05-01T10:00:00Z", "kind": "a", "ids": ["abc"]}
+    assert c.parse(c.fill(data)) == data
+
+
+def test_describe_lists_fields_budgets_and_patterns(toy_tokenizer):
+    text = str(build_canvas(Zone, toy_tokenizer))
+    assert "shape<poly>.sides" in text and "variant group, present iff shape.kind is \"poly\"" in text
+    assert "ge 3  le 9" in text and "contact:" in text and "optional group" in text
+    assert build_canvas(Order, toy_tokenizer).describe().count("item group") == 3
+
+
+def test_canvases_are_cached_and_checked_against_the_context(toy_tokenizer):
+    assert build_canvas(Flat, toy_tokenizer) is build_canvas(Flat, toy_tokenizer)
+    need = len(build_canvas(Flat, toy_tokenizer))
+    assert build_canvas(Flat, toy_tokenizer, context=need)
+    with pytest.raises(SchemaError, match=f"needs {need} tokens but only 50 fit"):
+        build_canvas(Flat, toy_tokenizer, context=50)
+
+
+class Node(BaseModel):
+    name: str
+    children: list["Node"] = Field(max_length=2)
+
+
+class A(BaseModel):
+    x: int
+
+
+class B(BaseModel):
+    y: int
+
+
+def model(**fields):
+    return type("M", (BaseModel,), {"__annotations__": {k: v[0] for k, v in fields.items()},
+                                    **{k: v[1] for k, v in fields.items() if len(v) > 1}})
+
+
+@pytest.mark.parametrize("schema, path, fix", [
+    (model(d=(dict[str, int],)), "d", "use a model with named fields"),
+    (model(s=(set[int],)), "s", r"use list\[X\] with Field\(max_length=N\)"),
+    (model(t=(tuple[int, int],)), "t", "use a model with named fields"),
+    (model(u=(Union[A, B],)), "u", "Field\\(discriminator="),
+    (model(u=(Union[int, str],)), "u", "use one type"),
+    (Node, "children[0]", "unroll it to a fixed depth"),
+    (model(a=(Any,)), "a", "use str, int, float"),
+    (model(b=(bytes,)), "b", "use str"),
+    (model(w=(datetime.timedelta,)), "w", "number of seconds"),
+    (model(l=(list[int],)), "l", r"add Field\(max_length=N\)"),
+    (model(c=(Color, Field(json_schema_extra={"max_tokens": 3}))), "c", "raise max_tokens to 7"),
+    (model(s=(str, Field(min_length=5, max_length=2))), "s", "exceeds max_length"),
+    (model(**{"é": (int,)}), "", "cannot write"),
+    (model(e=(model(),)), "e", "without fields"),
+    ({"type": "string"}, "", "root of a canvas must be a model"),
+    ({"type": "object", "properties": {"x": {"$ref": "other.json#/X"}}}, "x", "local definition"),
+])
+def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, fix):
+    with pytest.raises(SchemaError, match=fix) as e:
+        build_canvas(schema, toy_tokenizer)
+    assert e.value.path == path and f"`{path or '<root>'}`" in str(e.value)
