@@ -9,6 +9,7 @@ becomes an ExtractionError naming the field. Nothing else escapes.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Any
 
@@ -16,7 +17,7 @@ import torch
 
 from .constraints import compile_canvas
 from .decoder import Trace, alternatives, decode
-from .errors import CloverError, ExtractionError, SchemaError
+from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
 from .layout import build_canvas
 
 FIX_ATTEMPTS = 4   # validation rounds, each replacing one failing value
@@ -30,9 +31,27 @@ def default_model():
 
 
 def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
-    """Our own prompt format: the schema's name, the text, then the canvas follows."""
+    """The prompt the canvas follows.
+
+    Our models: the schema's title and the text. Checkpoints with a chat template
+    (tokenizer_config.json): the template around an instruction that shows the
+    schema, ending where the assistant's answer (the canvas) begins.
+    """
     title = canvas.schema.get("title", "record")
-    return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")
+    try:
+        import jinja2  # only checkpoints that bring a template need it
+    except ImportError:
+        raise CheckpointError("this checkpoint's tokenizer_config.json has a chat template, which needs "
+                              "jinja2: pip install jinja2") from None
+
+    instruction = (f"Extract a {title} record from the text below as JSON matching this schema:\n"
+                   f"{json.dumps(canvas.schema, separators=(',', ':'))}\n\nText:\n{text}")
+    rendered = jinja2.Environment().from_string(template).render(
+        messages=[{"role": "user", "content": instruction}], add_generation_prompt=True)
+    return tokenizer.encode(rendered)
 
 
 def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:

@@ -47,6 +47,7 @@ def _decoder_types(spec: dict | None) -> set[str]:
 class Tokenizer:
     def __init__(self, tokenizer: _HFTokenizer, special_names: dict[str, str] | None = None):
         self._tok = tokenizer
+        self.chat_template: str | None = None  # a Jinja chat template, from tokenizer_config.json
         spec = json.loads(tokenizer.to_str())
         self._byte_level = "ByteLevel" in _decoder_types(spec.get("decoder"))
         self.special_ids = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
@@ -63,13 +64,17 @@ class Tokenizer:
         except Exception as e:  # tokenizers raises a bare Exception on bad JSON
             raise CheckpointError(f"{path}: not a readable tokenizer.json ({e}); "
                                   "save one with tokenizers' Tokenizer.save()") from e
-        names = {}
+        names, template = {}, None
         config = path.parent / "tokenizer_config.json"
         if config.is_file():
             for key, value in json.loads(config.read_text()).items():
                 if key in ("mask_token", "pad_token", "eos_token"):
                     names[key] = value["content"] if isinstance(value, dict) else value
-        return cls(tok, names)
+                elif key == "chat_template" and isinstance(value, str):
+                    template = value
+        out = cls(tok, names)
+        out.chat_template = template
+        return out
 
     def _find(self, explicit: str | None, candidates: tuple[str, ...]) -> int | None:
         for name in ([explicit] if explicit else []) + list(candidates):

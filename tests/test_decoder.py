@@ -113,3 +113,20 @@ def test_numeric_bounds_fall_back_to_the_next_best_value(toy_tokenizer):
     for seed in range(5):
         v = extract("bounds", Bounded, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
         assert -1.5 <= v.x <= 2.0 and 10 < v.n < 13
+
+
+CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def test_checkpoints_with_a_chat_template_get_it(toy_byte_tokenizer, monkeypatch):
+    from clover_struct.api import prompt_ids
+    from clover_struct.layout import build_canvas
+
+    tok = toy_byte_tokenizer
+    canvas = build_canvas(Six, tok)
+    assert tok.decode(prompt_ids(tok, "the text", canvas)) == "schema: Six\ntext:\nthe text\nrecord:\n"
+    monkeypatch.setattr(tok, "chat_template", CHATML)
+    chat = tok.decode(prompt_ids(tok, "the text", canvas))
+    assert chat.startswith("<|im_start|>user\nExtract a Six record") and '"pattern":"[A-Z]{4}"' in chat
+    assert chat.endswith("the text<|im_end|>\n<|im_start|>assistant\n")
