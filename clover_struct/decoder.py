@@ -105,6 +105,11 @@ class _Row:
         return None
 
     # ---- slots ----
+    def next_slots(self, block_start, block_end) -> list[int]:
+        """Unfinished slots whose next position lies in the block, in canvas order."""
+        return [i for i, s in enumerate(self.canvas.slots)
+                if not self.done[i] and block_start <= s.start + self.filled[i] < block_end]
+
     def remaining(self, i):
         return self.canvas.slots[i].budget - self.filled[i]
 
@@ -234,22 +239,20 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     step = 0
     for block_start in range(0, L, B):
         block_end = min(block_start + B, L)
-        while True:
-            live = [r for r in rows if any(not r.done[i] and r.canvas.slots[i].start + r.filled[i] < block_end
-                                           for i in range(len(r.done)))]
-            if not live:
-                break
-            index = torch.tensor([rows.index(r) for r in live], device=device)
-            ids = torch.tensor([r.ids[block_start:block_end] for r in live], device=device)
-            logits = model.step(ids, cache.select(index))
-            lps = torch.log_softmax(logits.float(), -1).cpu()
+        rows_cache, live_before = cache, list(range(len(rows)))
+        while live := [n for n, r in enumerate(rows) if r.next_slots(block_start, block_end)]:
+            if live != live_before:  # re-slice the cache only when the set of rows changes
+                rows_cache, live_before = cache.select(torch.tensor(live, device=device)), live
+            ids = torch.tensor([rows[n].ids[block_start:block_end] for n in live], device=device)
+            lps = torch.log_softmax(model.step(ids, rows_cache).float(), -1).cpu()
             step += 1
-            for r, lp in zip(live, lps):
+            for n, lp in zip(live, lps):
+                r = rows[n]
                 before = r.trace.tokens_committed
                 r.trace.forward_passes += 1
                 r.trace.steps += 1
-                for i, s in enumerate(r.canvas.slots):
-                    if not r.done[i] and s.start + r.filled[i] < block_end and s.start + r.filled[i] >= block_start:
+                for i in r.next_slots(block_start, block_end):
+                    if not r.done[i]:  # a group decision earlier in this step may have settled it
                         _decode_slot(r, i, lp, block_end, step, threshold, temperature, generator)
                 r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
         if block_end < L:
