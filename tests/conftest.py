@@ -1,6 +1,7 @@
 """Shared fixtures: toy tokenizers small enough that every automaton builds in milliseconds."""
 
 import pytest
+import torch
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
@@ -52,3 +53,13 @@ def make_toy_tokenizer():
 @pytest.fixture(scope="session")
 def toy_byte_tokenizer() -> Tokenizer:
     return byte_tokenizer()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_thread():
+    """Tiny models run fastest on one thread: a second one only adds synchronisation,
+    and on a busy 2-core machine it made a 0.2 s decode take over 30 s."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
