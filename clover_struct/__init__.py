@@ -2,8 +2,9 @@
 
 from .api import extract, extract_many
 from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
+from .judgments import decide, exactly_one, excludes, implies, predicate
 
-__all__ = ["extract", "extract_many", "load_model", "CloverError", "CheckpointError", "SchemaError",
+__all__ = ["extract", "extract_many", "decide", "implies", "excludes", "exactly_one", "predicate", "load_model", "CloverError", "CheckpointError", "SchemaError",
            "ExtractionError"]
 
 

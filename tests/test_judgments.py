@@ -1,0 +1,61 @@
+"""Linked judgments decided jointly never break their rules; answering alone can."""
+
+from typing import ClassVar, Literal
+
+import pytest
+from pydantic import BaseModel
+
+from clover_struct import ExtractionError, SchemaError
+from clover_struct.judgments import decide, exactly_one, excludes, implies, predicate
+from clover_struct.schemas.dispatch import Action, DispatchJudgments, judgment_rules_hold
+from test_decoder import tiny_model
+
+
+class Triage(BaseModel):
+    urgent: bool
+    safe: bool
+    lane: Literal["left", "right", "hold"]
+    rules: ClassVar[list] = [implies("urgent", "lane=left"), excludes("urgent", "safe"),
+                             exactly_one("safe", "urgent", "lane=hold")]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_joint_answers_satisfy_every_rule(toy_tokenizer, seed):
+    model = tiny_model(toy_tokenizer, seed=seed, std=1.0)
+    j = decide(f"case {seed}", DispatchJudgments, model=model, rules=[predicate(judgment_rules_hold)])
+    assert judgment_rules_hold(j)
+    t = decide(f"case {seed}", Triage, model=model)
+    assert all(r.holds(t.model_dump(mode="json")) for r in Triage.rules)
+
+
+def test_answering_alone_can_contradict(toy_tokenizer):
+    broken = 0
+    for seed in range(8):
+        alone = decide("x", DispatchJudgments, model=tiny_model(toy_tokenizer, seed=seed, std=1.0), joint=False)
+        broken += not judgment_rules_hold(alone)
+    assert broken > 0  # a random model answering each question alone breaks the rules
+
+
+def test_known_facts_are_kept(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, std=1.0)
+    j, trace = decide("x", DispatchJudgments, model=model, rules=[predicate(judgment_rules_hold)],
+                      known={"crosses_zone": False}, trace=True)
+    assert j.crosses_zone is False and not j.conflict and j.action == Action.PROCEED
+    assert trace.forward_passes == 2 and trace.steps == 1
+
+
+def test_unsatisfiable_rules_and_too_many_fields(toy_tokenizer):
+    model = tiny_model(toy_tokenizer)
+    with pytest.raises(ExtractionError, match="no assignment satisfies every rule"):
+        decide("x", Triage, model=model, rules=[implies("urgent", "safe"), excludes("urgent", "safe"),
+                                                implies("safe", "urgent"), exactly_one("safe", "urgent")])
+    many = type("Many", (BaseModel,), {"__annotations__": {f"q{i}": bool for i in range(9)}})
+    with pytest.raises(SchemaError, match="9 linked fields; decide answers at most 8"):
+        decide("x", many, model=model)
+
+    class NotJudgment(BaseModel):
+        ok: bool
+        name: str
+
+    with pytest.raises(SchemaError, match="`name`.*bool, Literal or Enum"):
+        decide("x", NotJudgment, model=model)
