@@ -10,6 +10,7 @@ becomes an ExtractionError naming the field. Nothing else escapes.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from typing import Any
 
@@ -19,8 +20,6 @@ from .constraints import compile_canvas
 from .decoder import Trace, alternatives, decode
 from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
 from .layout import build_canvas
-
-FIX_ATTEMPTS = 4   # validation rounds, each replacing one failing value
 
 
 @cache
@@ -78,7 +77,11 @@ def _slot_of(canvas, path: str) -> int | None:
 
 
 def _nearest(slot, value):
-    """The in-range number closest to `value`: the last resort for a bounded number."""
+    """The valid value closest to `value`: the last resort for a bounded number, or a
+    calendar date the regex lets through (February 29 of a common year, year 0000)."""
+    if isinstance(value, str):
+        fixed = re.sub(r"^0000-", "0001-", value)
+        return re.sub(r"^([0-9]{4})-02-29", r"\1-02-28", fixed) if fixed != value or "-02-29" in value else None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     step = 1e-6 if "\\." in (slot.pattern or "") else 1  # a float's pattern has a fraction
@@ -112,7 +115,7 @@ def _finish(row) -> Any:
     """Validate a decoded row, falling back to next-best values for fields that fail."""
     canvas = row.canvas
     tried: set[int] = set()
-    for _ in range(FIX_ATTEMPTS + 1):
+    for _ in range(len(canvas.slots) + 1):  # each round repairs a different field
         try:
             for i, s in enumerate(canvas.slots):
                 if s.checks and not canvas.is_empty(row.ids, i):

@@ -130,15 +130,13 @@ class _Row:
 
     def put(self, i, token, prob, step):
         s = self.canvas.slots[i]
-        pos = s.start + self.filled[i]
-        self.ids[pos] = token
+        absent = self.may_be_absent(i) if token == self.canvas.pad_id else None  # before filling
+        self.ids[s.start + self.filled[i]] = token
         self.filled[i] += 1
         self.trace.tokens_committed += 1
         self.probs.setdefault(i, []).append(prob)
         if token == self.canvas.pad_id:
-            if self.filled[i] == 1 and (gi := self.may_be_absent(i)) is not None:
-                return self.set_absent(gi, step)
-            return self.fill_pads(i, step)
+            return self.set_absent(absent, step) if absent is not None else self.fill_pads(i, step)
         if self.filled[i] == 1:
             for gi in self.groups_of[i]:
                 if self.present[gi] is None and self.canvas.groups[gi].kind != "variant":

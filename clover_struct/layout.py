@@ -231,7 +231,8 @@ class Canvas:
             if isinstance(node, _Object):
                 return {k: walk(n) for k, n in node.fields}
             if isinstance(node, _List):
-                items = [walk(n) for g, n in node.items if self.is_present(ids, g)]
+                items = [walk(n) for g, n in node.items
+                         if self.groups[g].required or self.is_present(ids, g)]
                 return None if node.nullable and not items else items
             if isinstance(node, _Optional):
                 return walk(node.node) if self.is_present(ids, node.group) else None
