@@ -62,11 +62,8 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
         if path not in by_path:
             raise KeyError(f"known: no field `{path}`; fields are {', '.join(by_path)}")
         i = by_path[path]
-        s = canvas.slots[i]
-        ids = canvas.tokenizer.encode(s.render(value))
-        ok = len(ids) <= s.budget and (tuple(ids) in s.choice_ids if s.kind == "choice"
-                                       else automata[i].accepts(ids))
-        if not ok:
+        ids = canvas.tokenizer.encode(canvas.slots[i].render(value))
+        if not automata[i].accepts(ids):
             raise ValueError(f"known: {value!r} is not a value field `{path}` can hold")
         out[i] = ids
     return out
@@ -80,8 +77,8 @@ def _nearest(slot, value):
     """The valid value closest to `value`: the last resort for a bounded number, or a
     calendar date the regex lets through (February 29 of a common year, year 0000)."""
     if isinstance(value, str):
-        fixed = re.sub(r"^0000-", "0001-", value)
-        return re.sub(r"^([0-9]{4})-02-29", r"\1-02-28", fixed) if fixed != value or "-02-29" in value else None
+        fixed = re.sub(r"^([0-9]{4})-02-29", r"\1-02-28", re.sub(r"^0000-", "0001-", value))
+        return fixed if fixed != value else None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     step = 1e-6 if "\\." in (slot.pattern or "") else 1  # a float's pattern has a fraction
@@ -98,7 +95,7 @@ def _nearest(slot, value):
 
 
 def _fallbacks(row, i):
-    """Next-best complete values of slot i: the model's, then the nearest in-range number."""
+    """Next-best complete values of slot i: the model's, then the nearest valid one."""
     yield from alternatives(row, i)
     canvas, s = row.canvas, row.canvas.slots[i]
     try:

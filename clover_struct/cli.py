@@ -360,6 +360,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@command("demo", "airspace demo: 20 notices -> 3D no-fly zones, map and route check", MODEL,
+         arg("--out", default=".", metavar="DIR", help="where zones.geojson and airspace.png go (default .)"),
+         arg("--batch-size", type=int, default=20, metavar="N", help="records decoded jointly (default 20)"))
+def demo(args) -> int:
+    from .demo import run
+
+    if args.batch_size < 1:
+        raise CliError("--batch-size must be at least 1")
+    run(load_model(args.model), out_dir=args.out, batch_size=args.batch_size)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)

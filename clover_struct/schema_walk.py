@@ -315,7 +315,9 @@ def _content_pattern(pattern: str, path: str) -> str:
     p, out, i = pattern[head:len(pattern) - tail], [], 0
     while i < len(p):
         c, e, j = p[i], p[i + 1:i + 2], i + 2
-        if c == "\\" and e in ("s", "S", "w", "W", "d", "D", "p", "P"):
+        if c == "\\" and e == "d":  # ASCII digits: outlines-core's \d takes any Unicode digit
+            out.append("[0-9]")
+        elif c == "\\" and e in ("s", "S", "w", "W", "D", "p", "P"):
             j = (p.index("}", i) + 1 if p[i + 2:i + 3] == "{" else i + 3) if e in "pP" else j
             out.append(_atom(p[i:j], p[i:j]))
         elif c == "\\":
@@ -328,6 +330,7 @@ def _content_pattern(pattern: str, path: str) -> str:
             if j >= len(p):
                 raise SchemaError(path, f"pattern {pattern!r} has an unclosed character class")
             body = re.sub(r"(?<!\\)((?:\\\\)*)\[", r"\1\\[", p[i + 1:j])  # a `[` in a Python class is literal
+            body = re.sub(r"(?<!\\)((?:\\\\)*)\\d", r"\g<1>0-9", body)      # ASCII digits, as above
             out.append(_atom(p[i:j + 1], f"[{body}]"))
             j += 1
         else:

@@ -273,3 +273,11 @@ def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, f
     with pytest.raises(SchemaError, match=fix) as e:
         build_canvas(schema, toy_tokenizer)
     assert e.value.path == path and f"`{path or '<root>'}`" in str(e.value)
+
+
+def test_backslash_d_means_ascii_digits(toy_tokenizer):
+    class Coord(BaseModel):
+        lat: str = Field(pattern=r"^\d{4}[NS\d]$")
+
+    pattern = build_canvas(Coord, toy_tokenizer).slots[0].pattern
+    assert "\\d" not in pattern and "[0-9]{4}" in pattern and "NS0-9" in pattern

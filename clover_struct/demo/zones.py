@@ -1,0 +1,191 @@
+"""3D no-fly volumes from NoFlyZone records: extruded footprints, GeoJSON, a route check.
+
+Pure geometry over shapely and aware datetimes. Knows nothing of models, decoding or
+plotting: records in, volumes, GeoJSON dicts and conflicts out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Optional
+
+from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry.polygon import orient
+from shapely.prepared import prep
+
+from clover_struct.schemas.airspace import NoFlyZone
+from clover_struct.schemas.units import EARTH_RADIUS_M
+
+# No terrain model here: for AMSL and STD (flight level) limits the ground is taken to lie
+# at sea level, so a drone's height above ground is also its altitude. The demo region
+# (Shanghai) lies 3-5 m above sea level, so the error is a few metres; flight levels are
+# read as altitudes on a standard day.
+GROUND_ELEVATION_M = 0.0
+SAMPLE_SPACING_M = 50.0     # route legs are checked at points this far apart (at most)
+MAX_SAMPLES_PER_LEG = 2000
+
+# Altitude bands by ceiling (upper bound in metres, label), for colouring.
+BANDS = ((150.0, "ceiling ≤ 150 m"), (500.0, "ceiling 150–500 m"), (1500.0, "ceiling 500–1500 m"),
+         (math.inf, "ceiling > 1500 m or unlimited"))
+
+
+@dataclass
+class Volume:
+    """One zone as a 3D volume: footprint (x=lon, y=lat, counter-clockwise) between limits."""
+
+    id: str
+    zone: NoFlyZone
+    footprint: Polygon
+    floor_m: float
+    ceiling_m: Optional[float]          # None: unlimited
+    floor_ref: str
+    ceiling_ref: Optional[str]
+    valid_from: Optional[datetime]      # aware UTC; None: not stated
+    valid_to: Optional[datetime]        # None: permanent / until further notice
+
+    @property
+    def band(self) -> int:
+        """Index into BANDS."""
+        top = math.inf if self.ceiling_m is None else self.ceiling_m
+        return next(k for k, (bound, _) in enumerate(BANDS) if top <= bound)
+
+    def limits_text(self) -> str:
+        def one(m: Optional[float], ref: Optional[str]) -> str:
+            return "UNL" if m is None else ("SFC" if m == 0 and ref == "AGL" else f"{m:.0f} m {ref}")
+        return f"{one(self.floor_m, self.floor_ref)} – {one(self.ceiling_m, self.ceiling_ref)}"
+
+    def active_during(self, start: datetime, end: datetime) -> bool:
+        """Active at any minute of [start, end] (validity and daily schedule)."""
+        t = start
+        while t <= end:
+            if self.zone.active_at(t):
+                return True
+            t += timedelta(minutes=1)
+        return False
+
+
+def volume(zone_id: str, zone: NoFlyZone) -> Volume:
+    # Vertices are kept as written, even a self-intersecting list; only the winding is fixed.
+    return Volume(zone_id, zone, orient(zone.footprint(), sign=1.0), zone.floor_m, zone.ceiling_m, zone.floor_ref,
+                  zone.ceiling_ref, zone.valid_from, zone.valid_to)
+
+
+def volumes(records: list[tuple[str, NoFlyZone]]) -> list[Volume]:
+    return [volume(i, z) for i, z in records]
+
+
+# -- GeoJSON (RFC 7946) ------------------------------------------------------------------------
+def _iso(t: Optional[datetime]) -> Optional[str]:
+    return None if t is None else t.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _ring(shape: Polygon) -> list[list[float]]:
+    ring = orient(shape, sign=1.0).exterior   # RFC 7946 3.1.6: exterior rings counter-clockwise
+    coords = [[round(x, 7), round(y, 7)] for x, y in ring.coords]
+    if coords[0] != coords[-1]:
+        coords.append(coords[0])
+    return coords
+
+
+def feature(v: Volume) -> dict:
+    z = v.zone
+    return {
+        "type": "Feature",
+        "id": v.id,
+        "geometry": {"type": "Polygon", "coordinates": [_ring(v.footprint)]},   # [lon, lat]
+        "properties": {
+            "id": v.id, "notam_id": z.notam_id, "kind": z.area.kind,
+            "floor_m": round(v.floor_m, 1), "ceiling_m": None if v.ceiling_m is None else round(v.ceiling_m, 1),
+            "refs": {"floor": v.floor_ref, "ceiling": v.ceiling_ref},
+            "valid_from": _iso(v.valid_from), "valid_to": _iso(v.valid_to),
+            "schedule": z.schedule, "uas_only": z.uas_only, "reason": z.reason,
+        },
+    }
+
+
+def geojson(vols: list[Volume]) -> dict:
+    return {"type": "FeatureCollection", "features": [feature(v) for v in vols]}
+
+
+# -- route check -------------------------------------------------------------------------------
+@dataclass
+class Waypoint:
+    lat: float
+    lon: float
+    alt_m: float        # above ground level
+    time: datetime      # aware UTC
+
+
+@dataclass
+class Crossing:
+    """A leg's pass through a zone's footprint: a conflict, or why it is not one."""
+
+    leg: int                    # 1-based: leg k runs from waypoint k-1 to waypoint k
+    zone_id: str
+    enter: datetime             # first and last sampled instants inside the footprint
+    leave: datetime
+    conflict: bool
+    conflict_from: Optional[datetime] = None   # first and last instants inside the volume
+    conflict_to: Optional[datetime] = None
+    why: str = ""               # for a non-conflict: inactive, below the floor, above the ceiling
+
+
+def altitude_in(ref: Optional[str], alt_agl: float) -> float:
+    """A height above ground as a number in a limit's reference (see GROUND_ELEVATION_M)."""
+    return alt_agl if ref in (None, "AGL") else alt_agl + GROUND_ELEVATION_M
+
+
+def inside(v: Volume, lat: float, lon: float, alt_agl: float, when: datetime) -> bool:
+    """NoFlyZone.contains with the altitude in the zone's own reference. Both limits get the
+    same number: with the ground at sea level AGL, AMSL and STD coincide."""
+    return v.zone.contains(lat, lon, altitude_in(v.floor_ref, alt_agl), when)
+
+
+def distance_m(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Great-circle distance between two (lat, lon) points (haversine)."""
+    (p1, l1), (p2, l2) = (tuple(map(math.radians, p)) for p in (a, b))
+    h = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin((l2 - l1) / 2) ** 2
+    return 2 * EARTH_RADIUS_M * math.asin(math.sqrt(h))
+
+
+def samples(a: Waypoint, b: Waypoint) -> list[Waypoint]:
+    """Points along a leg, linear in lat, lon, altitude and time (legs are a few km long)."""
+    n = min(MAX_SAMPLES_PER_LEG, max(1, math.ceil(distance_m((a.lat, a.lon), (b.lat, b.lon)) / SAMPLE_SPACING_M)))
+    return [Waypoint(a.lat + (b.lat - a.lat) * f, a.lon + (b.lon - a.lon) * f, a.alt_m + (b.alt_m - a.alt_m) * f,
+                     a.time + (b.time - a.time) * f) for f in (k / n for k in range(n + 1))]
+
+
+def _why_not(v: Volume, p: Waypoint) -> str:
+    if not v.zone.active_at(p.time):
+        return "zone not active then"
+    if altitude_in(v.floor_ref, p.alt_m) < v.floor_m:
+        return f"below its floor ({v.floor_m:.0f} m {v.floor_ref})"
+    return f"above its ceiling ({v.ceiling_m:.0f} m {v.ceiling_ref})"
+
+
+def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
+    """Every (leg, zone) pair whose footprint the leg enters, by leg, then time of entry."""
+    if any(w.time.tzinfo is None for w in route):
+        raise ValueError("route times must be timezone-aware (UTC)")
+    out: list[Crossing] = []
+    for k, (a, b) in enumerate(zip(route, route[1:]), start=1):
+        path = LineString([(a.lon, a.lat), (b.lon, b.lat)])
+        points = samples(a, b)
+        for v in vols:
+            if not v.footprint.intersects(path):
+                continue
+            shape = prep(v.footprint)
+            over = [p for p in points if shape.covers(Point(p.lon, p.lat))]
+            if not over:
+                continue
+            hits = [p for p in over if inside(v, p.lat, p.lon, p.alt_m, p.time)]
+            out.append(Crossing(k, v.id, over[0].time, over[-1].time, bool(hits),
+                                hits[0].time if hits else None, hits[-1].time if hits else None,
+                                "" if hits else _why_not(v, over[0])))
+    return sorted(out, key=lambda c: (c.leg, c.enter))
+
+
+def route_window(route: list[Waypoint]) -> tuple[datetime, datetime]:
+    return route[0].time, route[-1].time

@@ -1,0 +1,204 @@
+"""The airspace demo: its notices, the geometry it builds from gold zones (GeoJSON, route
+conflicts, figure), and run() end to end on a tiny random model (robustness only)."""
+
+import importlib.util
+import io
+import json
+from datetime import datetime, timezone
+
+import pytest
+import torch
+
+from clover_struct.demo import NOTICES_PATH, kind_of, load_notices, main, run
+from clover_struct.demo.airspace import ROUTE
+from clover_struct.demo.zones import check_route, geojson, inside, volumes
+from clover_struct.engine.checkpoint import save_model
+from clover_struct.engine.config import preset
+from clover_struct.engine.model import CloverModel
+from clover_struct.schemas.airspace import NoFlyZone
+
+SFC = {"value": 0.0, "unit": "M", "ref": "AGL"}
+
+
+def limit(value, unit, ref):
+    return {"value": float(value), "unit": unit, "ref": ref}
+
+
+def circle(lat, lon, r, unit):
+    return {"kind": "circle", "center": {"lat": lat, "lon": lon}, "radius_value": float(r), "radius_unit": unit}
+
+
+def polygon(*points):
+    return {"kind": "polygon", "vertices": [{"lat": a, "lon": b} for a, b in points]}
+
+
+# What a perfect extractor returns for six of the notices, copied by hand from their text.
+GOLD = {
+    "notam-1": NoFlyZone(notam_id="A1432/31", area=circle("310336N", "1211912E", 1.5, "NM"), floor=SFC,
+                         ceiling=limit(400, "FT", "AGL"), valid_from_raw="3106132300", valid_to_raw="3106141200",
+                         uas_only=True, reason="AERIAL SURVEY"),
+    "notam-3": NoFlyZone(notam_id="C0871/31", area=polygon(("311700N", "1213700E"), ("311800N", "1214300E"),
+                                                           ("311300N", "1214400E"), ("311200N", "1213800E"),
+                                                           ("311700N", "1213700E")),
+                         floor=limit(1500, "FT", "AMSL"), ceiling=limit(65, "FL", "STD"), valid_from_raw="3106140000",
+                         valid_to_raw="3106141000", uas_only=False, reason="MILITARY EXERCISE"),
+    "notam-4": NoFlyZone(notam_id="A1451/31", area=circle("311800N", "1214312E", 2, "NM"), floor=SFC,
+                         ceiling=limit(1000, "FT", "AGL"), valid_from_raw="3106100000", valid_to_raw="3106202359",
+                         schedule="DLY 0100-0300", uas_only=False, reason="POWERLINE INSPECTION"),
+    "en-3": NoFlyZone(area=polygon(("31.2250", "121.5700"), ("31.2400", "121.6100"), ("31.2200", "121.6250"),
+                                   ("31.2000", "121.5900")),
+                      floor=SFC, ceiling=limit(400, "FT", "AGL"), valid_from_raw="3106141400",
+                      valid_to_raw="3106142000", utc_offset_hours=8, uas_only=True,
+                      reason="the Zhangjiang Science Fair"),
+    "en-4": NoFlyZone(area=circle("312548N", "1212248E", 2, "NM"), floor=SFC, ceiling=None,
+                      valid_from_raw="3106140030", uas_only=False, reason="emergency services activity"),
+    "zh-1": NoFlyZone(area=circle("31.1650", "121.5000", 3, "KM"), floor=SFC, ceiling=limit(300, "M", "AGL"),
+                      valid_from_raw="3106140800", valid_to_raw="3106141800", utc_offset_hours=8, uas_only=True,
+                      reason="前滩国际会议安保"),
+}
+
+SUMMARY_KEYS = {"notices", "zones", "seconds", "forward_passes", "one_token_forward_passes"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def gold_volumes():
+    return volumes(list(GOLD.items()))
+
+
+# -- the notices -------------------------------------------------------------------------------
+def test_twenty_unique_notices_of_three_kinds():
+    notices = load_notices()
+    assert len(notices) == 20
+    assert all(set(n) == {"id", "text"} and n["text"].strip() for n in notices)
+    assert len({n["id"] for n in notices}) == 20 and len({n["text"] for n in notices}) == 20
+    kinds = [kind_of(n["text"]) for n in notices]
+    assert {k: kinds.count(k) for k in set(kinds)} == {"icao": 8, "en": 6, "zh": 6}
+    prefix = {"icao": "notam-", "en": "en-", "zh": "zh-"}
+    assert all(n["id"].startswith(prefix[k]) for n, k in zip(notices, kinds))
+    icao = [" ".join(n["text"].split()) for n, k in zip(notices, kinds) if k == "icao"]   # item E wraps
+    assert sum("RADIUS OF" in t for t in icao) == 5 and sum("AREA BOUNDED BY" in t for t in icao) == 3
+
+
+def written(coordinate: str, text: str) -> bool:
+    """Is the coordinate in the text, compact ('312548N') or with symbols (31°25'48"N)?"""
+    if coordinate in text:
+        return True
+    w = 2 if coordinate[-1] in "NS" else 3
+    d, m, sec = coordinate[:w], coordinate[w:w + 2], coordinate[w + 2:-1]
+    return f"{d}°{m}'{sec}\"{coordinate[-1]}" in text
+
+
+def test_gold_zones_copy_their_notices():
+    """The hand-built gold must say what the text says (a guard against editing one only)."""
+    texts = {n["id"]: " ".join(n["text"].split()) for n in load_notices(NOTICES_PATH)}   # item E wraps
+    for i, zone in GOLD.items():
+        text = texts[i]
+        points = [zone.area.center] if zone.area.kind == "circle" else zone.area.vertices
+        assert all(written(p.lat, text) and written(p.lon, text) for p in points), i
+        assert zone.reason in text and (zone.notam_id or "") in text, i
+
+
+# -- geometry from gold zones ----------------------------------------------------------------------
+def signed_area(ring):
+    return sum(x0 * y1 - x1 * y0 for (x0, y0), (x1, y1) in zip(ring, ring[1:])) / 2
+
+
+def test_geojson_is_rfc7946(gold_volumes):
+    doc = json.loads(json.dumps(geojson(gold_volumes)))
+    assert doc["type"] == "FeatureCollection" and "crs" not in doc
+    assert [f["id"] for f in doc["features"]] == list(GOLD)
+    for f, (i, zone) in zip(doc["features"], GOLD.items()):
+        assert f["type"] == "Feature" and f["geometry"]["type"] == "Polygon"
+        rings = f["geometry"]["coordinates"]
+        assert len(rings) == 1
+        ring = rings[0]
+        assert len(ring) >= 4 and ring[0] == ring[-1], f"{i}: ring not closed"
+        assert all(a != b for a, b in zip(ring, ring[1:])), f"{i}: repeated position"
+        assert signed_area(ring) > 0, f"{i}: exterior ring is not counter-clockwise"
+        lons, lats = zip(*ring)   # [lon, lat]: Shanghai is at 121 E, 31 N
+        assert all(121 < x < 122.1 for x in lons) and all(30.8 < y < 31.6 for y in lats), i
+        assert min(lons) <= zone.center_lon <= max(lons) and min(lats) <= zone.center_lat <= max(lats)
+        p = f["properties"]
+        assert {"id", "floor_m", "ceiling_m", "refs", "valid_from", "valid_to", "schedule", "uas_only",
+                "reason"} <= set(p)
+        assert p["id"] == i and p["uas_only"] is zone.uas_only and p["reason"] == zone.reason
+        if p["valid_from"]:
+            assert p["valid_from"].endswith("Z")
+            assert datetime.fromisoformat(p["valid_from"].replace("Z", "+00:00")) == zone.valid_from
+    props = {f["id"]: f["properties"] for f in doc["features"]}
+    assert (props["notam-3"]["floor_m"], props["notam-3"]["ceiling_m"]) == pytest.approx((457.2, 1981.2))
+    assert props["notam-3"]["refs"] == {"floor": "AMSL", "ceiling": "STD"}
+    assert props["en-4"]["ceiling_m"] is None and props["en-4"]["valid_to"] is None
+    assert props["zh-1"]["valid_from"] == "2031-06-14T00:00:00Z"   # 08:00 Beijing time
+    assert props["notam-4"]["schedule"] == "DLY 0100-0300"
+
+
+def test_route_conflicts(gold_volumes):
+    found = {(c.leg, c.zone_id): c for c in check_route(ROUTE, gold_volumes)}
+    conflicts = {k for k, c in found.items() if c.conflict}
+    assert conflicts == {(1, "notam-1"), (2, "zh-1"), (3, "zh-1"), (4, "notam-4"), (5, "notam-4")}
+    # crossed on the ground but not in the air: inactive then, or flown under its floor
+    assert "not active" in found[3, "en-3"].why and "not active" in found[4, "en-3"].why
+    assert "below its floor" in found[4, "notam-3"].why
+    assert not any(z == "en-4" for _, z in found)
+    c = found[1, "notam-1"]
+    assert ROUTE[0].time < c.conflict_from < c.conflict_to < ROUTE[1].time
+    # notam-4 is valid for ten days but active daily 0100-0300 only
+    v = next(v for v in gold_volumes if v.id == "notam-4")
+    lat, lon = v.zone.center_lat, v.zone.center_lon
+    assert inside(v, lat, lon, 120, datetime(2031, 6, 14, 2, 0, tzinfo=timezone.utc))
+    assert not inside(v, lat, lon, 120, datetime(2031, 6, 14, 4, 0, tzinfo=timezone.utc))
+    assert not inside(v, lat, lon, 400, datetime(2031, 6, 14, 2, 0, tzinfo=timezone.utc))   # above 1000 FT
+
+
+def test_figure_is_written(gold_volumes, tmp_path):
+    pytest.importorskip("matplotlib")
+    from clover_struct.demo.plot import figure
+
+    path = figure(gold_volumes, ROUTE, check_route(ROUTE, gold_volumes), tmp_path / "airspace.png", "gold")
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
+
+
+# -- end to end on a tiny random model ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory, toy_byte_tokenizer):
+    """Byte-level toy tokenizer: the notices hold Chinese, which the char-level one cannot write.
+    Two layers (one of each kind) and 8-token blocks keep 2 x 20 decodes to seconds."""
+    torch.manual_seed(0)
+    tok = toy_byte_tokenizer
+    config = preset("tiny", vocab_size=tok.vocab_size, mask_token_id=tok.mask_id, pad_token_id=tok.pad_id,
+                    eos_token_id=tok.eos_id, block_size=8, max_position_embeddings=4096, num_hidden_layers=2,
+                    layer_types=["linear_attention", "full_attention"])
+    model = CloverModel(config, tok).init_weights(std=0.5).eval()
+    return str(save_model(model, tmp_path_factory.mktemp("model")))
+
+
+def test_run_end_to_end_on_a_random_model(model_dir, tmp_path):
+    out = io.StringIO()
+    summary = run(model_dir, tmp_path / "out", batch_size=10, stream=out)
+    last = out.getvalue().strip().splitlines()[-1]
+    assert json.loads(last) == summary and set(summary) == SUMMARY_KEYS
+    assert summary["notices"] == 20 and 0 <= summary["zones"] <= 20
+    assert summary["forward_passes"] > 0 and summary["one_token_forward_passes"] > 0 and summary["seconds"] > 0
+    doc = json.loads((tmp_path / "out" / "zones.geojson").read_text(encoding="utf-8"))
+    assert doc["type"] == "FeatureCollection" and len(doc["features"]) == summary["zones"]
+    if importlib.util.find_spec("matplotlib"):   # the figure is optional (the demo extra)
+        assert (tmp_path / "out" / "airspace.png").stat().st_size > 20_000
+    report = out.getvalue()
+    failed = 20 - summary["zones"]
+    assert report.count("FAILED:") == failed and "route check" in report
+
+
+def test_main_reports_a_missing_model_in_one_line(tmp_path, capsys):
+    assert main(["--model", str(tmp_path / "nothing"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("airspace demo: error:") and "\n" not in err
