@@ -1,0 +1,32 @@
+"""The evaluation's comparisons: normalised values, and a failed record scores nothing."""
+
+import datetime as dt
+
+from clover_struct import ExtractionError
+from training import evaluate as ev
+from training.generate import examples
+
+
+def test_values_compare_normalised():
+    assert ev.same(51.50004, 51.5) and not ev.same(51.502, 51.5)
+    assert ev.same("WI  1NM\nRADIUS", "WI 1NM RADIUS") and ev.same("", None)
+    utc = dt.timezone.utc
+    assert ev.same(dt.datetime(2024, 1, 2, 3, 4), dt.datetime(2024, 1, 2, 3, 4, tzinfo=utc))
+    assert ev.same_id("N0556/26", "N556/26") and not ev.same_id("N0556/26", "N0557/26")
+
+
+def test_real_reference_reads_perm_and_blanks():
+    ref = {"valid_to": "PERM", "valid_from": "2023-06-28T12:16:00+00:00", "scope": "", "fir": "EGTT",
+           "valid_to_est": False}
+    out = ev.real_reference(ref)
+    assert out["permanent"] is True and out["valid_to"] is None and out["scope"] is None
+    assert out["valid_from"] == dt.datetime(2023, 6, 28, 12, 16, tzinfo=dt.timezone.utc)
+    assert "valid_to_est" not in out
+
+
+def test_scores_count_fields_and_records(monkeypatch):
+    pairs = examples("notam", 3, 11)
+    golds = [g for _, g in pairs]
+    monkeypatch.setattr(ev, "extract_many", lambda *a, **k: [golds[0], ExtractionError("x", "no"), golds[2]])
+    r = ev.score(pairs, type(golds[0]), model=None, names=ev.NOTAM_FIELDS)
+    assert r["valid_rate"] == 2 / 3 and r["record_em"] == 2 / 3 and abs(r["field_em"] - 2 / 3) < 1e-9

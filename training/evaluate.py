@@ -1,0 +1,180 @@
+"""Scores a model: field and record exact match on generated and real notices.
+
+    python training/evaluate.py [--model DIR] [--n 500] [--quick]
+
+Generated sets use evaluation seeds (training draws from 1_000_000 up); the
+held-out family is a layout the model never saw in training. `real_dev` runs
+Notam over ../shared/data/notams-dev.jsonl when present, on the fields its
+reference has. Values are compared normalised: coordinates within 1e-3
+degrees, datetimes equal, strings after whitespace folding. The last line is
+JSON: {"synthetic": {"field_em", "record_em"}, "heldout_family": {...},
+"real_dev": {"valid_rate", "field_em", "qline_location_validity_em"},
+"dispatch": {...}, "judgments": {"accuracy", "violations", "alone_violations"}}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+
+from clover_struct import ExtractionError, decide, extract_many, load_model, predicate
+from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam, judgment_rules_hold
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from training.generate import HELDOUT_FAMILY, examples  # noqa: E402
+
+EVAL_SEED = 20_261_129
+REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "notams-dev.jsonl"
+NOTAM_FIELDS = ("notam_id", "fir", "qcode", "traffic", "purpose", "scope", "lower_fl", "upper_fl",
+                "center_lat", "center_lon", "radius_nm", "location", "valid_from", "valid_to",
+                "permanent", "estimated", "schedule", "lower", "upper")
+QLINE_LOCATION_VALIDITY = ("fir", "qcode", "traffic", "purpose", "scope", "lower_fl", "upper_fl",
+                           "center_lat", "center_lon", "radius_nm", "location", "valid_from", "valid_to")
+ZONE_FIELDS = ("center_lat", "center_lon", "radius_m", "polygon", "floor_m", "ceiling_m", "floor_ref",
+               "ceiling_ref", "valid_from", "valid_to", "schedule", "uas_only", "reason")
+
+
+def norm(v):
+    if isinstance(v, Enum):
+        return norm(v.value)
+    if isinstance(v, str):
+        return " ".join(v.split()) or None
+    if isinstance(v, (list, tuple)):
+        return [norm(x) for x in v]
+    if isinstance(v, dt.datetime) and v.tzinfo is None:
+        return v.replace(tzinfo=dt.timezone.utc)
+    return v
+
+
+def same(a, b) -> bool:
+    a, b = norm(a), norm(b)
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and abs(float(a) - float(b)) <= 1e-3
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def leaves(data, prefix=""):
+    """Flatten JSON data to {path: value}."""
+    if isinstance(data, dict):
+        return {k: v for key, sub in data.items() for k, v in leaves(sub, f"{prefix}{key}.").items()}
+    if isinstance(data, list):
+        return {k: v for i, sub in enumerate(data) for k, v in leaves(sub, f"{prefix}{i}.").items()}
+    return {prefix.rstrip("."): data}
+
+
+def fields_of(obj, names=None) -> dict:
+    if names:
+        return {n: getattr(obj, n) for n in names}
+    return leaves(obj.model_dump(mode="json"))
+
+
+def score(pairs, schema, model, names=None, batch_size=16) -> dict:
+    texts, golds = [t for t, _ in pairs], [g for _, g in pairs]
+    started = time.perf_counter()
+    preds = extract_many(texts, schema, model=model, batch_size=batch_size)
+    hits = total = records = valid = 0
+    for gold, pred in zip(golds, preds):
+        want = fields_of(gold, names)
+        failed = isinstance(pred, ExtractionError)  # a failed record matches no field
+        got = {} if failed else fields_of(pred, names)
+        valid += not failed
+        ok = [not failed and same(got.get(k), v) for k, v in want.items()]
+        hits, total, records = hits + sum(ok), total + len(ok), records + all(ok)
+    n = len(pairs)
+    return {"n": n, "valid_rate": valid / n, "field_em": hits / max(total, 1), "record_em": records / n,
+            "seconds_per_record": (time.perf_counter() - started) / n}
+
+
+def real_reference(ref: dict) -> dict:
+    """The dev set's reference values in the Notam's terms (PERM -> permanent, '' -> None)."""
+    out = {k: (None if v == "" else v) for k, v in ref.items() if k in NOTAM_FIELDS and v is not None}
+    if ref.get("valid_to") == "PERM":
+        out["valid_to"], out["permanent"] = None, True
+    for key in ("valid_from", "valid_to"):
+        if isinstance(out.get(key), str):
+            out[key] = dt.datetime.fromisoformat(out[key])
+    return out
+
+
+def same_id(a, b) -> bool:  # bulletin references drop leading zeros: N0556/26 vs N556/26
+    strip = lambda s: s and s[0] + s[1:].lstrip("0")  # noqa: E731
+    return strip(norm(a) or "") == strip(norm(b) or "")
+
+
+def score_real(model, limit=None) -> dict | None:
+    if not REAL_DEV.is_file():
+        return None
+    rows = [json.loads(line) for line in REAL_DEV.read_text().splitlines() if line.strip()][:limit]
+    preds = extract_many([r["text"] for r in rows], Notam, model=model, batch_size=16)
+    hits = total = sub_hits = sub_total = 0
+    for row, pred in zip(rows, preds):
+        for key, want in real_reference(row["ref"]).items():
+            if isinstance(pred, ExtractionError):
+                ok = False
+            else:
+                got = getattr(pred, key)
+                ok = same_id(got, want) if key == "notam_id" else same(got, want)
+            hits, total = hits + ok, total + 1
+            if key in QLINE_LOCATION_VALIDITY:
+                sub_hits, sub_total = sub_hits + ok, sub_total + 1
+    valid = sum(not isinstance(p, ExtractionError) for p in preds)
+    return {"n": len(rows), "valid_rate": valid / len(rows), "field_em": hits / max(total, 1),
+            "qline_location_validity_em": sub_hits / max(sub_total, 1)}
+
+
+def score_judgments(pairs, model) -> dict:
+    rules = [predicate(judgment_rules_hold)]
+    hits = total = violations = alone_violations = 0
+    for text, gold in pairs:
+        try:
+            joint = decide(text, DispatchJudgments, model=model, rules=rules)
+        except ExtractionError:
+            joint = None
+        alone = decide(text, DispatchJudgments, model=model, joint=False)
+        violations += joint is None or not judgment_rules_hold(joint)
+        alone_violations += not judgment_rules_hold(alone)
+        for k, v in gold.model_dump().items():
+            hits, total = hits + (joint is not None and getattr(joint, k) == v), total + 1
+    return {"n": len(pairs), "accuracy": hits / max(total, 1), "violations": violations,
+            "alone_violations": alone_violations}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", metavar="DIR", help="model directory (default: the embedded clover-mini)")
+    ap.add_argument("--n", type=int, default=500, help="generated notices in-distribution (default 500)")
+    ap.add_argument("--quick", action="store_true", help="20 of each, for a smoke run")
+    args = ap.parse_args(argv)
+    model = load_model(args.model)
+    n = 20 if args.quick else args.n
+    m = 20 if args.quick else 200
+    report = {
+        "synthetic": score(examples("notam", n, EVAL_SEED), Notam, model, NOTAM_FIELDS),
+        "heldout_family": score(examples("notam", m, EVAL_SEED + 1, families=[HELDOUT_FAMILY]), Notam, model,
+                                NOTAM_FIELDS),
+        "zones": score(examples("zone", m, EVAL_SEED + 2), NoFlyZone, model, ZONE_FIELDS),
+        "real_dev": score_real(model, limit=20 if args.quick else None),
+        "dispatch": score(examples("dispatch", m, EVAL_SEED + 3), DispatchMessage, model),
+        "judgments": score_judgments(examples("judgment", m, EVAL_SEED + 4), model),
+    }
+    print("| set | n | valid | field EM | record EM |\n|---|---|---|---|---|")
+    for name, r in report.items():
+        if r and "field_em" in r:
+            print(f"| {name} | {r['n']} | {r['valid_rate']:.3f} | {r['field_em']:.3f} | {r.get('record_em', float('nan')):.3f} |")
+    if report["judgments"]:
+        j = report["judgments"]
+        print(f"judgments: accuracy {j['accuracy']:.3f}, rule violations joint {j['violations']}, "
+              f"alone {j['alone_violations']} of {j['n']}")
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
