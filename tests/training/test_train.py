@@ -1,0 +1,116 @@
+"""Training of clover-mini, on a tiny config and a tiny tokenizer (seconds on a CPU).
+
+The tokenizer is trained by the same function as the real one, on a small corpus, so
+the layout checks here exercise its pre-tokenizer and special tokens.
+"""
+
+import random
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import clover_struct
+from clover_struct.api import prompt_ids
+from clover_struct.layout import build_canvas
+from training import train as T
+from training.generate import sample
+from training.tokenizer import SPECIAL_TOKENS, corpus, train_tokenizer
+
+KINDS = {"notam": "Notam", "zone": "NoFlyZone", "dispatch": "DispatchMessage", "judgment": "DispatchJudgments"}
+
+
+@pytest.fixture(scope="module")
+def tokenizer_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    train_tokenizer(corpus(per_kind=30), vocab_size=600).save(str(path))
+    return path
+
+
+def args(out, tokenizer_path, *extra):
+    return T.parser().parse_args(["--out", str(out), "--config", "tiny", "--tokenizer", str(tokenizer_path),
+                                  "--mix", "notam=1,judgment=1", "--batch-tokens", "1500", "--warmup", "2",
+                                  "--log-every", "1", "--threads", str(torch.get_num_threads()), *extra])
+
+
+def test_tokenizer_has_specials_digits_and_bytes(tokenizer_path):
+    from clover_struct.engine.tokenizer import Tokenizer
+
+    tok = Tokenizer.from_file(tokenizer_path)
+    assert (tok.pad_id, tok.mask_id, tok.eos_id) == (0, 1, 2)
+    assert [tok._tok.id_to_token(i) for i in range(3)] == list(SPECIAL_TOKENS)
+    for text in ("FL195 074058.69N", "禁止无人机飞行 半径 500 米", "Ωmega ✈ 😀"):
+        ids = tok.encode(text)
+        assert b"".join(tok.token_bytes(i) for i in ids) == text.encode()
+    assert all(len(tok.token_bytes(i)) == 1 for i in tok.encode("0123456789"))
+
+
+def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path):
+    torch.manual_seed(0)
+    a = args(tmp_path, tokenizer_path, "--steps", "20", "--lr", "3e-3")
+    model, opt = T.build(a, tmp_path)
+    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
+    balance = T.Balance(model)
+    losses = []
+    for _ in range(20):   # always step 0: the same rows and the same mask
+        loss, ce, _ = T.step_loss(model, balance, data, 0, 0)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(ce))
+    assert all(torch.isfinite(torch.tensor(losses))), losses
+    assert losses[-1] < 0.7 * losses[0], f"loss did not fall: {losses}"
+
+
+def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
+    from clover_struct.engine.tokenizer import Tokenizer
+    from clover_struct.schemas import NoFlyZone
+
+    canvas = build_canvas(NoFlyZone, Tokenizer.from_file(tokenizer_path))
+    slot, offset = T.slot_index(canvas)
+    masked = T.noise(slot, offset, 64, torch.Generator().manual_seed(0))
+    assert not masked[:, slot < 0].any() and masked.any(1).all()
+    suffix_like = 0
+    for row in masked:
+        suffix_like += all(not row[s.start:s.end].any() or row[s.start:s.end].long().diff().ge(0).all()
+                           for s in canvas.slots)
+    assert 10 < suffix_like < 64   # about half the rows mask slot suffixes; random rows rarely do
+
+
+def test_resume_continues_exactly(tokenizer_path, tmp_path):
+    T.train(args(tmp_path / "straight", tokenizer_path, "--steps", "4"))
+    T.train(args(tmp_path / "split", tokenizer_path, "--steps", "4", "--stop-after", "2"))
+    assert '"step": 2' in (tmp_path / "split" / "train_state.json").read_text()
+    T.train(args(tmp_path / "split", tokenizer_path, "--resume"))
+    a = load_file(str(tmp_path / "straight" / "model.safetensors"))
+    b = load_file(str(tmp_path / "split" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    worst = max((a[k] - b[k]).abs().max().item() for k in a)
+    assert worst <= 1e-6, f"resumed weights differ from an uninterrupted run by {worst:.3g}"
+    log = (tmp_path / "split" / "train_log.jsonl").read_text().splitlines()
+    assert len(log) == 4
+
+
+def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_path):
+    T.train(args(tmp_path, tokenizer_path, "--steps", "1"))
+    model = clover_struct.load_model(tmp_path)
+    cfg, tok = model.config, model.tokenizer
+    assert (cfg.mask_token_id, cfg.pad_token_id) == (tok.mask_id, tok.pad_id)
+    for kind, name in KINDS.items():
+        schema = T.SCHEMAS[kind]
+        assert schema.__name__ == name
+        canvas = build_canvas(schema, tok, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
+        assert len(canvas) <= cfg.block_size
+        for seed in range(50):   # the tiny vocabulary writes some long names over budget
+            _, text, gold = sample(kind, random.Random(seed))
+            try:
+                filled = canvas.fill(gold)
+                break
+            except ValueError:
+                continue
+        assert canvas.validate(filled) == gold
+        if kind in ("notam", "judgment"):   # a forward over the longer canvases is slow-ish
+            ids = torch.tensor([prompt_ids(tok, text, canvas) + list(canvas.ids)])
+            with torch.no_grad():
+                logits = model(ids, mode="block", block_len=len(canvas))
+            assert torch.isfinite(logits).all()

@@ -1,0 +1,401 @@
+"""Block-diffusion training of clover-mini on the exact canvases the decoder lays out.
+
+One example is `api.prompt_ids(tok, text, canvas) + canvas.fill(gold)`: the prompt is
+causal history and the whole canvas is ONE bidirectional block (config.block_size is
+at least the longest canvas, so the decoder decodes each canvas as one block too).
+A batch holds examples of one kind, so every row's canvas has the same length; prompts
+are left-padded and `pad` tells the model how much. Per example a fraction r ~ U(0.05, 1]
+of the SLOT positions (values and their pads; fixed spans stay clean) is replaced by the
+mask token, either at random or, half the time, as the suffix of each slot (the state
+the decoder's left-to-right commits inside a slot produce). The loss is cross-entropy on
+the masked positions, plus a small MoE load-balancing term.
+
+Every batch is a pure function of (seed, step): examples come from
+`generate.sample(kind, random.Random(seed))` with seeds from 1_000_000 up (evaluation
+uses small seeds), masks from a torch.Generator seeded the same way. So `--resume`
+continues exactly: only weights, AdamW state and the step are saved (safetensors + JSON,
+no pickle). The held-out family is never drawn; /work/shared/data is never read.
+
+    python -m training.train --out runs/mini --minutes 150    # writes the clover-mini dir
+    python -m training.train --out runs/mini --resume         # continues a stopped run
+
+DIR ends up holding config.json, model.safetensors, tokenizer.json (the model: copy these
+three to clover_struct/models/clover-mini/), plus optimizer.safetensors, train_state.json
+and train_log.jsonl for resuming and the model card.
+"""
+
+from __future__ import annotations
+
+# ruff: noqa: E402  (the wait policy below must be set before torch is imported)
+import os
+
+# Other jobs share the cores: with the default wait policy, an OpenMP thread spins at
+# every barrier while its partner is descheduled, and a training step took >60 s instead
+# of 5 s next to one busy process (measured). Only effective before torch is loaded.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import json
+import math
+import random
+import signal
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+from clover_struct.api import prompt_ids
+from clover_struct.engine.checkpoint import save_model
+from clover_struct.engine.config import ModelConfig
+from clover_struct.engine.model import CloverModel, Router
+from clover_struct.engine.tokenizer import Tokenizer
+from clover_struct.layout import build_canvas
+from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam
+
+from .generate import sample
+from .tokenizer import build as build_tokenizer
+
+L, A = "linear_attention", "full_attention"
+# clover-mini: 8.1M parameters (32.6 MB float32) with the 3072-token vocabulary.
+# Four layers, attention in every second: on 2 CPU cores, throughput is set by the
+# number of Gated DeltaNet layers (each runs a forward and a backward scan per block),
+# far more than by width, so it is wide and shallow (hidden 256: 1.9k train tokens/s,
+# 6.9k forward tokens/s, against 1.6k / 5.3k for 6 layers of 160). Extraction is
+# copying: a slot position must find its source in the prompt by content and offset,
+# which attention does and a 1-in-4 pattern at this depth would leave to one layer.
+# block_size / max_position_embeddings: the DispatchMessage canvas is 2739 tokens and
+# judgment prompts reach ~1200, so one block and one context of 4096.
+CONFIGS = {
+    "mini": dict(hidden_size=256, num_hidden_layers=4, layer_types=[L, A, L, A],
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                 linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=64,
+                 linear_value_head_dim=64, num_experts=8, num_experts_per_tok=2,
+                 moe_intermediate_size=192, shared_expert_intermediate_size=256,
+                 partial_rotary_factor=0.5, max_position_embeddings=4096, block_size=4096),
+    "tiny": dict(hidden_size=32, num_hidden_layers=2, layer_types=[L, A], num_attention_heads=2,
+                 num_key_value_heads=1, head_dim=16, linear_num_key_heads=1, linear_num_value_heads=2,
+                 linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=32, shared_expert_intermediate_size=32, partial_rotary_factor=0.5,
+                 max_position_embeddings=4096, block_size=4096),
+}
+SCHEMAS = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judgment": DispatchJudgments}
+# Share of steps per kind (a step is ~batch_tokens tokens whatever the kind). Zones are
+# the main use; dispatch canvases are long and mostly pads; a judgment row is ~700 prompt
+# tokens for 8 answers, and its rules are enforced by the decoder anyway.
+DEFAULT_MIX = {"zone": 0.4, "notam": 0.2, "dispatch": 0.3, "judgment": 0.1}
+TRAIN_SEED_BASE = 1_000_000   # example seeds start here; evaluation's are far below
+MAX_ROWS = 64                 # rows per batch at most (also spaces the example seeds)
+MIN_MASK = 0.05
+AUX_COEF = 0.01               # Switch-style load balancing, per MoE layer
+
+
+class Data:
+    """Batches of one kind each, as a pure function of (seed, step)."""
+
+    def __init__(self, tokenizer: Tokenizer, mix: dict[str, float], batch_tokens: int, seed: int):
+        self.tok, self.batch_tokens, self.seed = tokenizer, batch_tokens, seed
+        self.kinds, self.weights = list(mix), [mix[k] for k in mix]
+        self.canvases = {k: build_canvas(SCHEMAS[k], tokenizer) for k in self.kinds}
+        self.skipped = 0
+
+    def batch(self, step: int):
+        """(kind, canvas, [(prompt ids, gold canvas ids), ...]) for `step`."""
+        kind = random.Random(f"clover-mini/{self.seed}/{step}").choices(self.kinds, self.weights)[0]
+        canvas, rows, longest = self.canvases[kind], [], 0
+        base = TRAIN_SEED_BASE + self.seed * 1_000_000_000 + step * MAX_ROWS * 4
+        for j in range(MAX_ROWS * 4):
+            if len(rows) == MAX_ROWS:
+                break
+            _, text, gold = sample(kind, random.Random(base + j))
+            try:
+                gold_ids = canvas.fill(gold)
+            except ValueError:   # a value over its slot's budget: not a layout the decoder can write
+                self.skipped += 1
+                continue
+            prompt = prompt_ids(self.tok, text, canvas)
+            longest2 = max(longest, len(prompt))
+            if rows and (len(rows) + 1) * (longest2 + len(canvas)) > self.batch_tokens:
+                break
+            rows.append((prompt, gold_ids))
+            longest = longest2
+        return kind, canvas, rows
+
+
+def collate(rows, pad_id: int):
+    """Left-pad prompts so the canvases align at the end: ids [B, T], pad [B], gold canvas [B, L]."""
+    P = max(len(p) for p, _ in rows)
+    ids = torch.tensor([[pad_id] * (P - len(p)) + p + g for p, g in rows])
+    pad = torch.tensor([P - len(p) for p, _ in rows])
+    return ids, pad, torch.tensor([g for _, g in rows])
+
+
+def slot_index(canvas) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per canvas position: its slot (-1 on fixed text) and its offset inside the slot."""
+    slot = torch.full((len(canvas),), -1)
+    offset = torch.zeros(len(canvas), dtype=torch.long)
+    for i, s in enumerate(canvas.slots):
+        slot[s.start:s.end] = i
+        offset[s.start:s.end] = torch.arange(s.budget)
+    return slot, offset
+
+
+def noise(slot, offset, B: int, generator: torch.Generator) -> torch.Tensor:
+    """Which canvas positions to mask: [B, L] bool, only slot positions, at least one per row.
+
+    r ~ U(0.05, 1] per row. Random rows mask each slot position with probability r;
+    suffix rows keep a Binomial(budget, 1 - r) prefix of each slot and mask the rest,
+    which is what the decoder sees (it commits left to right inside a slot)."""
+    is_slot = slot >= 0
+    r = 1 - (1 - MIN_MASK) * torch.rand(B, 1, generator=generator)
+    u = torch.rand(B, len(slot), generator=generator)
+    random_rows = u < r
+    kept = torch.zeros(B, int(slot.max()) + 1).index_add_(1, slot[is_slot], (u >= r)[:, is_slot].float())
+    suffix_rows = offset[None] >= kept[:, slot.clamp(min=0)]
+    suffix = torch.rand(B, 1, generator=generator) < 0.5
+    masked = torch.where(suffix, suffix_rows, random_rows) & is_slot
+    none = ~masked.any(1)
+    if none.any():   # mask one slot position of such rows
+        pick = torch.rand(int(none.sum()), len(slot), generator=generator).masked_fill(~is_slot, -1).argmax(1)
+        masked[none.nonzero()[:, 0], pick] = True
+    return masked
+
+
+class Balance:
+    """Collects the Switch-transformer load-balancing loss, E * sum_e f_e P_e, of every router."""
+
+    def __init__(self, model: CloverModel):
+        self.terms: list[torch.Tensor] = []
+        for m in model.modules():
+            if isinstance(m, Router):
+                m.register_forward_hook(self._hook)
+
+    def _hook(self, module, inputs, output):
+        if not torch.is_grad_enabled():
+            return
+        expert, _ = output
+        probs = F.linear(inputs[0], module.weight).float().softmax(-1)          # [N, E]
+        E = probs.shape[-1]
+        frac = probs.new_zeros(E).index_add_(0, expert.reshape(-1), probs.new_ones(expert.numel())) / expert.numel()
+        self.terms.append(E * (frac * probs.mean(0)).sum())
+
+    def pop(self) -> torch.Tensor:
+        out = torch.stack(self.terms).mean() if self.terms else torch.zeros(())
+        self.terms.clear()
+        return out
+
+
+def step_loss(model, balance, data: Data, step: int, seed: int):
+    """Loss and stats of the batch of `step`."""
+    kind, canvas, rows = data.batch(step)
+    cfg = model.config
+    ids, pad, gold = collate(rows, cfg.pad_token_id)
+    slot, offset = slot_index(canvas)
+    generator = torch.Generator().manual_seed(TRAIN_SEED_BASE + seed * 1_000_000_000 + step)
+    masked = noise(slot, offset, len(rows), generator)   # drawn on the CPU: the same on any device
+    ids, pad, gold, masked = (t.to(model.device) for t in (ids, pad, gold, masked))
+    Lc = len(canvas)
+    ids[:, -Lc:] = torch.where(masked, cfg.mask_token_id, gold)
+    logits = model(ids, mode="block", block_len=Lc, pad=pad)[:, -Lc:][masked]      # [M, V]
+    target = gold[masked]
+    # Plain mean over masked tokens, not the ELBO's 1/r weight: the decoder never scores
+    # likelihoods, it needs good per-position predictions at every noise level, and 1/r
+    # (up to 20x at r = 0.05) would mostly add gradient variance from nearly clean rows.
+    ce = F.cross_entropy(logits.float(), target)
+    aux = balance.pop()
+    with torch.no_grad():
+        hit = logits.argmax(-1) == target
+        value = target != cfg.pad_token_id
+    stats = dict(kind=kind, rows=len(rows), tokens=ids.numel() - int(pad.sum()), masked=int(masked.sum()),
+                 hit=int(hit.sum()), value=int(value.sum()), value_hit=int((hit & value).sum()))
+    return ce + AUX_COEF * aux, ce.detach(), stats
+
+
+def lr_at(progress: float, step: int, args) -> float:
+    """Linear warmup over `warmup` steps, then cosine from lr to lr/10 over the run."""
+    if step < args.warmup:
+        return args.lr * (step + 1) / args.warmup
+    return args.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
+def make_optimizer(model, args):
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "norm" not in n]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "norm" not in n)]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                              {"params": rest, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.95))
+
+
+def save_checkpoint(model, opt, out: Path, state: dict) -> None:
+    """Weights (save_model), AdamW state (safetensors) and the JSON state, each file replaced atomically."""
+    tmp = out / ".tmp"
+    save_model(model, tmp)
+    names = {p: n for n, p in model.named_parameters()}
+    flat = {f"{names[p]}.{k}": v.detach().cpu().clone().contiguous() for p, s in opt.state.items() for k, v in s.items()}
+    save_file(flat, str(tmp / "optimizer.safetensors"))
+    (tmp / "train_state.json").write_text(json.dumps(state, indent=2) + "\n")
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "optimizer.safetensors", "train_state.json"):
+        os.replace(tmp / f, out / f)
+    tmp.rmdir()
+
+
+def load_checkpoint(out: Path, args, device=torch.device("cpu")):
+    state = json.loads((out / "train_state.json").read_text())
+    tok = Tokenizer.from_file(out / "tokenizer.json")
+    model = CloverModel(ModelConfig.from_file(out / "config.json"), tok)
+    model.load_state_dict(load_file(str(out / "model.safetensors")))
+    model.to(device)
+    opt = make_optimizer(model, args)
+    flat = load_file(str(out / "optimizer.safetensors"))
+    for n, p in model.named_parameters():   # AdamW keeps `step` on the CPU, the moments beside the weight
+        s = {k: flat[f"{n}.{k}"].to(p.device if k != "step" else "cpu")
+             for k in ("step", "exp_avg", "exp_avg_sq") if f"{n}.{k}" in flat}
+        if s:
+            opt.state[p] = s
+    return model, opt, state
+
+
+def build(args, out: Path, device=torch.device("cpu")):
+    tok_path = out / "tokenizer.json"
+    if args.tokenizer:
+        hf_tok = Tokenizer.from_file(args.tokenizer)._tok
+    elif tok_path.is_file():
+        hf_tok = Tokenizer.from_file(tok_path)._tok
+    else:
+        hf_tok = build_tokenizer()
+    tok = Tokenizer(hf_tok)
+    cfg = ModelConfig(vocab_size=tok.vocab_size, mask_token_id=tok.mask_id, pad_token_id=tok.pad_id,
+                      eos_token_id=tok.eos_id, **CONFIGS[args.config])
+    torch.manual_seed(args.seed)
+    model = CloverModel(cfg, tok).init_weights(torch.Generator().manual_seed(args.seed)).to(device)
+    return model, make_optimizer(model, args)
+
+
+RUN_KEYS = ("config", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "steps", "minutes")
+
+
+def train(args) -> Path:
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.resume:
+        saved = json.loads((out / "train_state.json").read_text())["args"]
+        for k in RUN_KEYS:   # the run's own settings, except stop criteria given again
+            if not (k in ("steps", "minutes") and getattr(args, k) is not None):
+                setattr(args, k, saved[k])
+        model, opt, state = load_checkpoint(out, args, torch.device(args.device))
+        step, elapsed = state["step"], state["elapsed"]
+    else:
+        model, opt = build(args, out, torch.device(args.device))
+        step, elapsed = 0, 0.0
+    if args.steps is None and args.minutes is None:
+        raise SystemExit("give --steps and/or --minutes")
+    mix = args.mix if isinstance(args.mix, dict) else parse_mix(args.mix)
+    data = Data(model.tokenizer, mix, args.batch_tokens, args.seed)
+    n = sum(p.numel() for p in model.parameters())
+    print(f"clover-{args.config}: {n:,} parameters ({n * 4 / 1e6:.1f} MB float32), vocab {model.config.vocab_size}, "
+          f"canvases {', '.join(f'{k} {len(c)}' for k, c in data.canvases.items())}", flush=True)
+    balance, log = Balance(model), (out / "train_log.jsonl").open("a")
+    model.train()
+    stop = {"signal": False}
+    # SIGTERM / Ctrl-C: finish the step in progress, save, stop
+    previous = {sig: signal.signal(sig, lambda *_: stop.update(signal=True)) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def snapshot():
+        save_checkpoint(model, opt, out, {"step": step, "elapsed": elapsed, "skipped": data.skipped,
+                                          "args": {k: (mix if k == "mix" else getattr(args, k)) for k in RUN_KEYS}})
+
+    def progress():
+        if args.steps is not None:
+            return step / args.steps
+        return elapsed / (args.minutes * 60)
+
+    t0, last_save, done_here = time.time() - elapsed, time.time(), 0
+    acc = dict(loss=0.0, n=0, tokens=0, masked=0, hit=0, value=0, value_hit=0, t=time.time(), kinds={})
+    while not stop["signal"]:
+        if args.steps is not None and step >= args.steps:
+            break
+        if args.minutes is not None and elapsed >= args.minutes * 60:
+            break
+        if args.stop_after is not None and done_here >= args.stop_after:
+            break
+        lr = lr_at(progress(), step, args)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        loss, ce, st = step_loss(model, balance, data, step, args.seed)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+        opt.step()
+        step, done_here, elapsed = step + 1, done_here + 1, time.time() - t0
+        acc["loss"] += float(ce)
+        acc["n"] += 1
+        acc["kinds"][st["kind"]] = acc["kinds"].get(st["kind"], 0) + 1
+        for k in ("tokens", "masked", "hit", "value", "value_hit"):
+            acc[k] += st[k]
+        if step % args.log_every == 0 or step == args.steps:
+            now = time.time()
+            row = dict(step=step, loss=round(acc["loss"] / acc["n"], 4),
+                       acc=round(acc["hit"] / max(acc["masked"], 1), 4),
+                       acc_value=round(acc["value_hit"] / max(acc["value"], 1), 4),
+                       tok_s=round(acc["tokens"] / (now - acc["t"]), 1), elapsed=round(elapsed, 1),
+                       lr=round(lr, 6), kinds=acc["kinds"])
+            print(json.dumps(row), flush=True)
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            acc = dict(loss=0.0, n=0, tokens=0, masked=0, hit=0, value=0, value_hit=0, t=now, kinds={})
+        if time.time() - last_save >= args.save_minutes * 60:
+            snapshot()
+            last_save = time.time()
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+    snapshot()
+    log.close()
+    print(f"saved step {step} to {out} ({elapsed / 60:.1f} min, {data.skipped} examples over budget skipped)",
+          flush=True)
+    return out
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    mix = {}
+    for part in text.split(","):
+        kind, _, w = part.partition("=")
+        if kind.strip() not in SCHEMAS:
+            raise SystemExit(f"--mix: unknown kind {kind!r}; kinds are {', '.join(SCHEMAS)}")
+        mix[kind.strip()] = float(w)
+    return mix
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, help="run directory (model, optimizer state, log)")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--minutes", type=float, default=None, help="stop after this much training time (all runs)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="stop at this step; also the lr schedule's horizon (else --minutes is)")
+    p.add_argument("--stop-after", type=int, default=None, help="stop after this many steps in this invocation")
+    p.add_argument("--config", choices=sorted(CONFIGS), default="mini")
+    p.add_argument("--tokenizer", default=None, help="tokenizer.json to use (default: train one)")
+    p.add_argument("--mix", default=",".join(f"{k}={v}" for k, v in DEFAULT_MIX.items()))
+    p.add_argument("--batch-tokens", type=int, default=6000, help="tokens per batch (prompts + canvases)")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=2,
+                   help="CPU threads; on a machine other jobs share, 1 avoids stalls at OpenMP barriers")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (weights are saved in float32 either way)")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--save-minutes", type=float, default=10.0)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    train(parser().parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
