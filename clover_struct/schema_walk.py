@@ -12,6 +12,11 @@ from __future__ import annotations
 import json
 import re
 
+try:
+    import re._parser as _sre  # Python 3.11+
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre
+
 from clover_struct.errors import SchemaError
 from clover_struct.layout import (CHAR, FLOAT_FRACTION_DIGITS, FLOAT_INT_DIGITS, FORMATS, INT_DIGITS, SAFE,
                                   _NO_FORMATS, Canvas, Check, Group, Slot, _List, _Object, _Optional,
@@ -188,6 +193,8 @@ class Builder:
         else:
             content = _content_pattern(s["pattern"], path) if "pattern" in s else CHAR + "*"
             size, length = hi or max(self.default_tokens, lo), (lo, hi) if lo or hi is not None else None
+            if "pattern" in s and (width := _plain_width(s["pattern"])) is not None:
+                size = max(min(size, width), 1)  # no value of the pattern is longer
         checks += [Check("min_length", lo)] * (lo > 0) + [Check("max_length", hi)] * (hi is not None)
         if nullable:
             return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
@@ -301,6 +308,44 @@ def _atom(python: str, rust: str) -> str:
     except re.error:
         escapes = []
     return f"(?:[{rust}&&{SAFE}]|{'|'.join(escapes)})" if escapes else f"[{rust}&&{SAFE}]"
+
+
+def _plain_width(pattern: str) -> int | None:
+    """The longest match of `pattern` in characters, if it is bounded and every character it
+    can match is printable ASCII other than a quote or backslash (one byte, no JSON escape),
+    so that many tokens always suffice. None otherwise (an unanchored pattern is a search,
+    so its values are unbounded)."""
+    if not (pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$")):
+        return None
+    try:
+        tree = _sre.parse(pattern)
+    except re.error:
+        return None
+    width = tree.getwidth()[1]
+    return width if width < _sre.MAXREPEAT and _plain(tree) else None
+
+
+def _plain(tree) -> bool:
+    ok = lambda c: 32 <= c < 127 and chr(c) not in '"\\'  # noqa: E731
+    for op, av in tree:
+        if op is _sre.LITERAL:
+            good = ok(av)
+        elif op is _sre.IN:
+            good = all(ok(a) if o is _sre.LITERAL else
+                       (ok(a[0]) and ok(a[1]) and not (a[0] <= 34 <= a[1] or a[0] <= 92 <= a[1]))
+                       if o is _sre.RANGE else o is _sre.CATEGORY and a is _sre.CATEGORY_DIGIT
+                       for o, a in av)
+        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+            good = _plain(av[2])
+        elif op is _sre.SUBPATTERN:
+            good = _plain(av[-1])
+        elif op is _sre.BRANCH:
+            good = all(_plain(b) for b in av[1])
+        else:
+            good = op is _sre.AT  # anchors; anything else (., \w, negations) may not be plain
+        if not good:
+            return False
+    return True
 
 
 def _content_pattern(pattern: str, path: str) -> str:

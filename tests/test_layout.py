@@ -281,3 +281,15 @@ def test_backslash_d_means_ascii_digits(toy_tokenizer):
 
     pattern = build_canvas(Coord, toy_tokenizer).slots[0].pattern
     assert "\\d" not in pattern and "[0-9]{4}" in pattern and "NS0-9" in pattern
+
+
+def test_a_bounded_plain_pattern_sets_the_budget(toy_tokenizer):
+    class Codes(BaseModel):
+        fir: str = Field(pattern=r"^[A-Z]{3,4}$")
+        lat: str = Field(pattern=r"^(\d{4}[NS]|-?\d{1,2}(\.\d{1,7})?)$")
+        searched: str = Field(pattern=r"[A-Z]{4}")          # unanchored: a search, unbounded
+        wide: str = Field(pattern=r"^\w{4}$")                # \w is not plain ASCII
+        told: str = Field(pattern=r"^\d{2}$", json_schema_extra={"max_tokens": 6})
+
+    budgets = {s.path: s.budget for s in build_canvas(Codes, toy_tokenizer).slots}
+    assert budgets == {"fir": 4, "lat": 11, "searched": 24, "wide": 24, "told": 6}
