@@ -1,0 +1,48 @@
+"""examples/dispatch_demo.py: geometry facts, and the run end to end with a given extractor."""
+
+import importlib.util
+from pathlib import Path
+
+from clover_struct.schemas import DispatchJudgments, judgment_rules_hold
+from clover_struct.schemas.airspace import CircleArea, Limit, NoFlyZone, Position
+from test_decoder import tiny_model
+
+spec = importlib.util.spec_from_file_location("dispatch_demo", Path(__file__).parents[1] / "examples/dispatch_demo.py")
+demo = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(demo)
+
+
+def zone(lat, lon, ceiling_m, start="2705120800", end="2705121800"):
+    return NoFlyZone(area=CircleArea(kind="circle", center=Position(lat=lat, lon=lon), radius_value=800,
+                                     radius_unit="M"),
+                     floor=Limit(value=0, unit="M", ref="AGL"), ceiling=Limit(value=ceiling_m, unit="M", ref="AGL"),
+                     valid_from_raw=start, valid_to_raw=end, uas_only=True, reason="event")
+
+
+def test_facts_come_from_geometry():
+    assert demo.facts(zone("31.2150", "121.4700", 120)) == {
+        "crosses_zone": True, "vertical_overlap": True, "time_overlap": True}
+    assert demo.facts(zone("31.2150", "121.4700", 60))["vertical_overlap"] is False
+    assert demo.facts(zone("31.2150", "121.4700", 120, "2705121000"))["time_overlap"] is False
+    assert demo.facts(zone("31.3000", "121.6000", 120)) == {
+        "crosses_zone": False, "vertical_overlap": False, "time_overlap": False}
+
+
+def test_runs_end_to_end(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
+    from clover_struct.engine.checkpoint import save_model
+
+    save_model(tiny_model(toy_byte_tokenizer, block_size=4096, max_position_embeddings=8192), tmp_path)
+    gold_zone = zone("31.2150", "121.4700", 120)
+    real_extract = demo.extract
+    monkeypatch.setattr(demo, "extract", lambda text, schema, **kw:
+                        gold_zone if schema is NoFlyZone else real_extract(text, schema, **kw))
+    code = demo.main(["--model", str(tmp_path)])
+    out = capsys.readouterr()
+    if code == 0:  # a random model may fail the dispatch message; then the error is one line
+        answers = {line.split()[0]: line.split()[1] for line in out.out.splitlines()
+                   if line.startswith("  ") and line.split()[0] in DispatchJudgments.model_fields}
+        assert answers["crosses_zone"] == "True" and answers["conflict"] in ("True", "False")
+        assert judgment_rules_hold(DispatchJudgments.model_validate(
+            {k: v == "True" if v in ("True", "False") else v for k, v in answers.items()}))
+    else:
+        assert code == 2 and out.err.startswith("dispatch demo: ") and len(out.err.splitlines()) == 1
