@@ -31,15 +31,6 @@ class Zone(BaseModel):
 CONTEXT = 256   # small, so a long text overflows it
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """A tiny model gains nothing from threads; on a busy machine they cost seconds per call."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, toy_tokenizer):
     torch.manual_seed(0)

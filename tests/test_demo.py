@@ -60,14 +60,6 @@ GOLD = {
 SUMMARY_KEYS = {"notices", "zones", "seconds", "forward_passes", "one_token_forward_passes"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def gold_volumes():
     return volumes(list(GOLD.items()))

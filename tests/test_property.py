@@ -154,18 +154,13 @@ TEXTS = st.lists(st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), 
 @pytest.fixture(scope="module")
 def models(toy_tokenizer):
     """Random tiny models: near-uniform (std 0.02) to confidently wrong (std 1.0)."""
-    # One thread: these models are all overhead, and two OpenMP threads on a busy two-core
-    # machine were measured 300x slower (57 s against 0.2 s for one batch).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     tok, out = toy_tokenizer, []
     for seed, std, block in [(0, 0.02, 16), (1, 1.0, 16), (2, 1.0, 32), (3, 0.3, 8)]:
         config = preset("tiny", vocab_size=tok.vocab_size, mask_token_id=tok.mask_id,
                         pad_token_id=tok.pad_id, eos_token_id=tok.eos_id, block_size=block)
         g = torch.Generator().manual_seed(seed)
         out.append(CloverModel(config, tok).init_weights(g, std=std).eval())
-    yield out
-    torch.set_num_threads(threads)
+    return out
 
 
 def _names(path: str) -> set[str]:
