@@ -193,12 +193,20 @@ def step_loss(model, balance, data: Data, step: int, seed: int):
     cfg = model.config
     ids, pad, gold = collate(rows, cfg.pad_token_id)
     slot, offset = slot_index(canvas)
+    # A canvas longer than a block: one block with slots is noised, the blocks before it
+    # stay clean as causal history and those after are dropped, as the decoder sees them.
+    L, B = len(canvas), cfg.block_size
+    blocks = [b for b in range(0, L, B) if (slot[b:b + B] >= 0).any()]
+    first = random.Random(f"block/{seed}/{step}").choice(blocks)
+    end = min(first + B, L)
+    slot[:first] = slot[end:] = -1
     generator = torch.Generator().manual_seed(TRAIN_SEED_BASE + seed * 1_000_000_000 + step)
-    masked = noise(slot, offset, len(rows), generator)   # drawn on the CPU: the same on any device
+    masked = noise(slot, offset, len(rows), generator)[:, first:end]   # drawn on the CPU: the same on any device
+    ids = ids[:, :ids.shape[1] - (L - end)]
+    gold = gold[:, first:end]
     ids, pad, gold, masked = (t.to(model.device) for t in (ids, pad, gold, masked))
-    Lc = len(canvas)
-    ids[:, -Lc:] = torch.where(masked, cfg.mask_token_id, gold)
-    logits = model(ids, mode="block", block_len=Lc, pad=pad)[:, -Lc:][masked]      # [M, V]
+    ids[:, -(end - first):] = torch.where(masked, cfg.mask_token_id, gold)
+    logits = model(ids, mode="block", block_len=end - first, pad=pad)[:, -(end - first):][masked]   # [M, V]
     target = gold[masked]
     # Plain mean over masked tokens, not the ELBO's 1/r weight: the decoder never scores
     # likelihoods, it needs good per-position predictions at every noise level, and 1/r
@@ -256,6 +264,10 @@ def load_checkpoint(out: Path, args, device=torch.device("cpu")):
     return model, opt, state
 
 
+def block_size(args) -> dict:
+    return {"block_size": args.block_size} if args.block_size else {}
+
+
 def build(args, out: Path, device=torch.device("cpu")):
     tok_path = out / "tokenizer.json"
     if args.tokenizer:
@@ -266,13 +278,13 @@ def build(args, out: Path, device=torch.device("cpu")):
         hf_tok = build_tokenizer()
     tok = Tokenizer(hf_tok)
     cfg = ModelConfig(vocab_size=tok.vocab_size, mask_token_id=tok.mask_id, pad_token_id=tok.pad_id,
-                      eos_token_id=tok.eos_id, **CONFIGS[args.config])
+                      eos_token_id=tok.eos_id, **{**CONFIGS[args.config], **block_size(args)})
     torch.manual_seed(args.seed)
     model = CloverModel(cfg, tok).init_weights(torch.Generator().manual_seed(args.seed)).to(device)
     return model, make_optimizer(model, args)
 
 
-RUN_KEYS = ("config", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "steps", "minutes")
+RUN_KEYS = ("config", "block_size", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "steps", "minutes")
 
 
 def train(args) -> Path:
@@ -283,7 +295,7 @@ def train(args) -> Path:
         saved = json.loads((out / "train_state.json").read_text())["args"]
         for k in RUN_KEYS:   # the run's own settings, except stop criteria given again
             if not (k in ("steps", "minutes") and getattr(args, k) is not None):
-                setattr(args, k, saved[k])
+                setattr(args, k, saved.get(k, getattr(args, k)))
         model, opt, state = load_checkpoint(out, args, torch.device(args.device))
         step, elapsed = state["step"], state["elapsed"]
     else:
@@ -376,6 +388,9 @@ def parser() -> argparse.ArgumentParser:
                    help="stop at this step; also the lr schedule's horizon (else --minutes is)")
     p.add_argument("--stop-after", type=int, default=None, help="stop after this many steps in this invocation")
     p.add_argument("--config", choices=sorted(CONFIGS), default="mini")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="denoising block (default: the config's, one block per canvas); longer canvases "
+                        "train one noised block after clean earlier ones")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json to use (default: train one)")
     p.add_argument("--mix", default=",".join(f"{k}={v}" for k, v in DEFAULT_MIX.items()))
     p.add_argument("--batch-tokens", type=int, default=6000, help="tokens per batch (prompts + canvases)")

@@ -45,9 +45,10 @@ def test_tokenizer_has_specials_digits_and_bytes(tokenizer_path):
     assert all(len(tok.token_bytes(i)) == 1 for i in tok.encode("0123456789"))
 
 
-def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path):
+@pytest.mark.parametrize("block", [None, "48"], ids=["one-block", "48-token-blocks"])
+def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path, block):
     torch.manual_seed(0)
-    a = args(tmp_path, tokenizer_path, "--steps", "20", "--lr", "3e-3")
+    a = args(tmp_path, tokenizer_path, "--steps", "20", "--lr", "3e-3", *(["--block-size", block] if block else []))
     model, opt = T.build(a, tmp_path)
     data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
     balance = T.Balance(model)
@@ -60,6 +61,29 @@ def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path):
         losses.append(float(ce))
     assert all(torch.isfinite(torch.tensor(losses))), losses
     assert losses[-1] < 0.7 * losses[0], f"loss did not fall: {losses}"
+
+
+def test_a_block_step_noises_one_block_after_clean_history(tokenizer_path, tmp_path, monkeypatch):
+    a = args(tmp_path, tokenizer_path, "--steps", "1", "--block-size", "48")
+    model, _ = T.build(a, tmp_path)
+    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
+    canvas = data.canvases["notam"]
+    assert model.config.block_size == 48 < len(canvas)
+    seen = {}
+
+    def spy(ids, mode, block_len, pad):
+        seen.update(ids=ids.clone(), block_len=block_len)
+        return torch.zeros(*ids.shape, model.config.vocab_size, requires_grad=True)
+
+    monkeypatch.setattr(model, "forward", spy)
+    for step in range(6):
+        T.step_loss(model, T.Balance(model), data, step, 0)
+        ids, n = seen["ids"], seen["block_len"]
+        assert 0 < n <= 48
+        block = ids[:, -n:]
+        history = ids[:, :-n]
+        assert (block == model.config.mask_token_id).any(1).all()     # every row has noise in the block
+        assert not (history == model.config.mask_token_id).any()      # the history is clean
 
 
 def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
