@@ -44,6 +44,7 @@ def arg(*flags, **options):
 
 
 MODEL = arg("--model", metavar="DIR", help="model directory (default: the embedded clover-mini)")
+DEVICE = arg("--device", default=None, metavar="D", help="torch device, e.g. cuda (default cpu; bf16 on CUDA)")
 
 
 def load_spec(spec: str):
@@ -79,10 +80,12 @@ def load_spec(spec: str):
     return cls
 
 
-def load_model(directory: str | None):
+def load_model(directory: str | None, device: str | None = None):
     from . import load_model as _load
     try:
-        return _load(directory)
+        return _load(directory, device=device)
+    except ValueError as e:
+        raise CliError(f"--device {device}: {e}") from e
     except CheckpointError as e:
         if directory is None:
             raise CheckpointError(f"{e} (on the command line: --model DIR)") from e
@@ -254,7 +257,7 @@ class Progress:
          arg("--schema", required=True, metavar="SPEC", help="package.module:Class or a JSON Schema file"),
          arg("-o", "--output", metavar="OUT", help="output JSONL, errors beside it in OUT.errors.jsonl "
              "(default: records on stdout, errors on stderr)"),
-         MODEL, arg("--batch-size", type=int, default=16, metavar="N", help="records decoded jointly (default 16)"),
+         MODEL, DEVICE, arg("--batch-size", type=int, default=16, metavar="N", help="records decoded jointly (default 16)"),
          arg("--text-field", default="text", metavar="F", help="text field of JSONL lines (default text)"),
          arg("--resume", action="store_true", help="skip records already in OUT and its errors file"),
          arg("--quiet", action="store_true", help="no progress bar"),
@@ -268,7 +271,7 @@ def extract(args) -> int:
         raise CliError("--resume needs -o OUT (it reads what OUT already holds)")
     paths = roots(args.inputs)
     schema = load_spec(args.schema)
-    model = load_model(args.model)
+    model = load_model(args.model, args.device)
     canvas_of(schema, model)
     out = Path(args.output) if args.output else None
     err = (out.with_name(out.stem + ".errors.jsonl") if out.suffix else Path(f"{out}.errors.jsonl")) if out else None
@@ -316,9 +319,9 @@ def extract(args) -> int:
     return 1 if failed else 0
 
 
-@command("info", "print a model's architecture, size, vocabulary and special ids", MODEL)
+@command("info", "print a model's architecture, size, vocabulary and special ids", MODEL, DEVICE)
 def info(args) -> int:
-    model = load_model(args.model)
+    model = load_model(args.model, args.device)
     c = model.config
     kinds = {t: c.layer_types.count(t) for t in dict.fromkeys(c.layer_types)}
     names = {"linear_attention": "Gated DeltaNet", "full_attention": "gated attention"}
@@ -339,9 +342,9 @@ def info(args) -> int:
 
 
 @command("schema", "print the canvas a schema lays out over the model's tokenizer",
-         arg("spec", metavar="SPEC", help="package.module:Class or a JSON Schema file"), MODEL)
+         arg("spec", metavar="SPEC", help="package.module:Class or a JSON Schema file"), MODEL, DEVICE)
 def schema(args) -> int:
-    spec, model = load_spec(args.spec), load_model(args.model)
+    spec, model = load_spec(args.spec), load_model(args.model, args.device)
     canvas = canvas_of(spec, model, fit=False)
     print(canvas.describe(), flush=True)
     canvas.check_fits(model.config.max_position_embeddings)   # shown first, so one can see what to shrink
@@ -360,7 +363,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-@command("demo", "airspace demo: 20 notices -> 3D no-fly zones, map and route check", MODEL,
+@command("demo", "airspace demo: 20 notices -> 3D no-fly zones, map and route check", MODEL, DEVICE,
          arg("--out", default=".", metavar="DIR", help="where zones.geojson and airspace.png go (default .)"),
          arg("--batch-size", type=int, default=20, metavar="N", help="records decoded jointly (default 20)"))
 def demo(args) -> int:
@@ -368,7 +371,7 @@ def demo(args) -> int:
 
     if args.batch_size < 1:
         raise CliError("--batch-size must be at least 1")
-    run(load_model(args.model), out_dir=args.out, batch_size=args.batch_size)
+    run(load_model(args.model, args.device), out_dir=args.out, batch_size=args.batch_size)
     return 0
 
 

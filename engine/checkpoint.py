@@ -148,7 +148,12 @@ def load_model(path: str | Path, *, device=None, dtype=None) -> CloverModel:
         if value is not None and not 0 <= value < config.vocab_size:
             raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary "
                                   f"of {config.vocab_size}")
-    device = torch.device(device or "cpu")
+    try:
+        device = torch.device(device or "cpu")
+    except RuntimeError as e:
+        raise ValueError(f"device {device!r} is not a torch device ({e})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("a CUDA device was asked for, but torch sees none; use device='cpu'")
     dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)

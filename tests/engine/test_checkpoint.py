@@ -169,3 +169,11 @@ def test_checkpoint_without_mask_token_loads_and_runs_causally(tiny, tmp_path):
 
 def test_config_dict_round_trip(tiny):
     assert ModelConfig.from_dict(tiny.config.to_dict()) == tiny.config
+
+
+def test_bad_or_missing_device(saved):
+    with pytest.raises(ValueError, match="'nonsense' is not a torch device"):
+        load_model(saved, device="nonsense")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="torch sees none"):
+            load_model(saved, device="cuda")
