@@ -142,10 +142,12 @@ def _finish(row) -> Any:
 
 def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, trace: bool = False,
                  known: list[dict] | None = None, threshold: float = 0.9, temperature: float = 0.0,
-                 seed: int | None = None, max_tokens: int | None = None, truncate: bool = False):
+                 seed: int | None = None, max_tokens: int | None = None, truncate: bool = False,
+                 schedule: str = "joint", use_cache: bool = True):
     """Decode a batch of texts jointly. Each result is an instance of `schema` or the
     ExtractionError that explains why that record failed; one failure never loses the
-    others. With trace=True each result is a (value, Trace) pair."""
+    others. With trace=True each result is a (value, Trace) pair. `schedule` and
+    `use_cache` select the baselines benchmarks compare with (see decoder.decode)."""
     model = model or default_model()
     tok = model.tokenizer
     if tok is None:
@@ -178,7 +180,7 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
         batch = jobs[b:b + batch_size]
         rows = decode(model, [ids for _, ids, _ in batch], [canvas] * len(batch), [automata] * len(batch),
                       threshold=threshold, temperature=temperature, generator=generator,
-                      known=[k for _, _, k in batch])
+                      known=[k for _, _, k in batch], schedule=schedule, use_cache=use_cache)
         for (n, _, _), row in zip(batch, rows):
             try:
                 value = _finish(row)

@@ -176,14 +176,33 @@ def _pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
     return int((logprobs.double() / temperature - torch.log(-torch.log(u))).argmax())
 
 
+def _choice_scores(row: _Row, i, lp, block_end):
+    """Candidates of choice slot i and their summed log-probs over the slot's positions in the block."""
+    s, block_start = row.canvas.slots[i], block_end - lp.shape[0]
+    cands = row.choices(i)
+    span = [p for p in range(s.start, s.end) if block_start <= p < block_end]
+    return cands, torch.tensor([sum(float(lp[p - block_start, c[p - s.start]]) for p in span) for c in cands])
+
+
+def _next_logprobs(row: _Row, i, lp, block_end):
+    """Log-probs of slot i's next position, with the tokens it may not take at -inf."""
+    p = row.canvas.slots[i].start + row.filled[i] - (block_end - lp.shape[0])
+    return lp[p].masked_fill(~row.allowed(i), -math.inf)
+
+
+def _confidence(row: _Row, i, lp, block_end) -> float:
+    """How sure the model is of slot i's next decision (for the one-token-per-step schedule)."""
+    if row.canvas.slots[i].kind == "choice":
+        return float(_choice_scores(row, i, lp, block_end)[1].softmax(0).max())
+    masked = _next_logprobs(row, i, lp, block_end)
+    return float((masked - masked.logsumexp(0)).max().exp())
+
+
 def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, generator):
     """Commit slot i's next token, then more while confident. lp: [block, vocab] log-probs."""
     s = row.canvas.slots[i]
-    block_start = block_end - lp.shape[0]
     if s.kind == "choice":
-        cands = row.choices(i)
-        span = [p for p in range(s.start, s.end) if block_start <= p < block_end]
-        scores = torch.tensor([sum(float(lp[p - block_start, c[p - s.start]]) for p in span) for c in cands])
+        cands, scores = _choice_scores(row, i, lp, block_end)
         best = _pick(scores, temperature, generator)
         prob = float(scores.softmax(0)[best])
         for t in cands[best]:
@@ -196,8 +215,7 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         return
     first = True
     while not row.done[i] and s.start + row.filled[i] < block_end:
-        p = s.start + row.filled[i] - block_start
-        masked = lp[p].masked_fill(~row.allowed(i), -math.inf)
+        masked = _next_logprobs(row, i, lp, block_end)
         token = _pick(masked, temperature, generator)
         prob = math.exp(float(masked[token] - masked.logsumexp(0)))  # confidence under the constraint
         if not first and prob < threshold:
@@ -208,15 +226,26 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         first = False
 
 
+SCHEDULES = ("joint", "sequential", "one_token")
+
+
+@torch.no_grad()
 def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: float = 0.9,
            temperature: float = 0.0, generator: torch.Generator | None = None,
-           block_size: int | None = None, known: list[dict] | None = None) -> list[_Row]:
+           block_size: int | None = None, known: list[dict] | None = None,
+           schedule: str = "joint", use_cache: bool = True) -> list[_Row]:
     """Fill every canvas; returns the rows (ids, trace, per-position alternatives).
 
     prompts: token ids per canvas (any lengths); canvases: same layout length;
     automata[b][i]: the SlotAutomaton or ChoiceSet of slot i of canvas b;
     known[b]: {slot index: token ids} fixed before decoding.
+    schedule: "joint" (every unfinished slot of the block each step), or the baselines
+    "sequential" (one field after another) and "one_token" (one decision per step: the
+    most confident next token, or choice, of any slot). use_cache=False re-encodes the
+    prompt and the finished blocks at every step instead of reading the prefix cache.
     """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     device = model.device
     B = block_size or model.config.block_size
     rows = [_Row(c, a) for c, a in zip(canvases, automata)]
@@ -230,30 +259,44 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     P = max(len(p) for p in prompts)
     pad = model.config.pad_token_id or 0
     prompt_ids = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=device)
-    cache, _ = model.prefill(prompt_ids, lengths=[len(p) for p in prompts])
-    for row in rows:
-        row.trace.forward_passes += 1
+    lengths = torch.tensor([len(p) for p in prompts], device=device)
+    if use_cache:
+        cache, _ = model.prefill(prompt_ids, lengths=lengths)
+        for row in rows:
+            row.trace.forward_passes += 1
     L = len(canvases[0].ids)
     step = 0
     for block_start in range(0, L, B):
         block_end = min(block_start + B, L)
-        rows_cache, live_before = cache, list(range(len(rows)))
+        rows_cache, live_before = (cache if use_cache else None), list(range(len(rows)))
         while live := [n for n, r in enumerate(rows) if r.next_slots(block_start, block_end)]:
-            if live != live_before:  # re-slice the cache only when the set of rows changes
-                rows_cache, live_before = cache.select(torch.tensor(live, device=device)), live
-            ids = torch.tensor([rows[n].ids[block_start:block_end] for n in live], device=device)
-            lps = torch.log_softmax(model.step(ids, rows_cache).float(), -1).cpu()
+            index = torch.tensor(live, device=device)
+            if use_cache:
+                if live != live_before:  # re-slice the cache only when the set of rows changes
+                    rows_cache, live_before = cache.select(index), live
+                ids = torch.tensor([rows[n].ids[block_start:block_end] for n in live], device=device)
+                logits = model.step(ids, rows_cache)
+            else:
+                ids = torch.tensor([rows[n].ids[:block_end] for n in live], device=device)
+                logits = model(torch.cat([prompt_ids[index], ids], 1), "block", block_len=block_end - block_start,
+                               pad=P - lengths[index])[:, -(block_end - block_start):]
+            lps = torch.log_softmax(logits.float(), -1).cpu()
             step += 1
             for n, lp in zip(live, lps):
                 r = rows[n]
                 before = r.trace.tokens_committed
                 r.trace.forward_passes += 1
                 r.trace.steps += 1
-                for i in r.next_slots(block_start, block_end):
+                slots, limit = r.next_slots(block_start, block_end), threshold
+                if schedule == "sequential":
+                    slots = slots[:1]
+                elif schedule == "one_token":
+                    slots, limit = [max(slots, key=lambda i: _confidence(r, i, lp, block_end))], math.inf
+                for i in slots:
                     if not r.done[i]:  # a group decision earlier in this step may have settled it
-                        _decode_slot(r, i, lp, block_end, step, threshold, temperature, generator)
+                        _decode_slot(r, i, lp, block_end, step, limit, temperature, generator)
                 r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
-        if block_end < L:
+        if block_end < L and use_cache:
             model.commit(torch.tensor([r.ids[block_start:block_end] for r in rows], device=device), cache)
             for row in rows:
                 row.trace.forward_passes += 1

@@ -130,3 +130,26 @@ def test_checkpoints_with_a_chat_template_get_it(toy_byte_tokenizer, monkeypatch
     chat = tok.decode(prompt_ids(tok, "the text", canvas))
     assert chat.startswith("<|im_start|>user\nExtract a Six record") and '"pattern":"[A-Z]{4}"' in chat
     assert chat.endswith("the text<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_without_the_prefix_cache_the_result_is_the_same(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, block_size=16, std=0.5)
+    texts = ["first notice", "a second, longer notice text"]
+    cached = extract_many(texts, Six, model=model, trace=True)
+    uncached = extract_many(texts, Six, model=model, trace=True, use_cache=False)
+    for (a, ta), (b, tb) in zip(cached, uncached):
+        assert a == b and ta.steps == tb.steps
+        assert tb.forward_passes == tb.steps < ta.forward_passes   # no prefill, no block commits
+
+
+def test_baseline_schedules_take_more_steps_for_the_same_kind_of_result(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, block_size=256, std=0.5)
+    joint = extract("x", Six, model=model, trace=True)[1]
+    for schedule in ("sequential", "one_token"):
+        value, trace = extract("x", Six, model=model, trace=True, schedule=schedule)
+        assert isinstance(value, Six)
+        assert trace.steps > joint.steps
+    sequential = extract("x", Six, model=model, trace=True, schedule="sequential")[1]
+    assert sequential.steps >= len(Six.model_fields)   # never two fields in one step
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        extract("x", Six, model=model, schedule="sideways")
