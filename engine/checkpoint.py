@@ -166,13 +166,16 @@ def load_model(path: str | Path, *, device=None, dtype=None) -> CloverModel:
 
 
 def save_model(model: CloverModel, path: str | Path, *, layout: str = "fused",
-               max_shard_bytes: int | None = None) -> Path:
-    """Write config.json, the weights (fused or per-expert, optionally sharded) and tokenizer.json."""
+               max_shard_bytes: int | None = None, model_type: str = "clover") -> Path:
+    """Write config.json, the weights (fused or per-expert, optionally sharded) and tokenizer.json.
+
+    model_type="qwen3_5_moe_text" makes a checkpoint transformers loads as Qwen3_5MoeForCausalLM
+    (an autoregressive twin for benchmarks); load_model reads both."""
     if layout not in ("fused", "per_expert"):
         raise ValueError(f"layout must be 'fused' or 'per_expert', got {layout!r}")
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
+    (root / "config.json").write_text(json.dumps(model.config.to_dict(model_type), indent=2) + "\n")
     tensors = {}
     for name, t in model.state_dict().items():
         t = t.detach().cpu().contiguous()

@@ -121,8 +121,18 @@ class ModelConfig:
             raise CheckpointError(f"{path}: expected a JSON object")
         return cls.from_dict(d, source=str(path))
 
-    def to_dict(self) -> dict:
-        return {"model_type": "clover", **asdict(self)}
+    def to_dict(self, model_type: str = "clover") -> dict:
+        """config.json. model_type "qwen3_5_moe_text" writes what transformers' Qwen3.5-MoE reads
+        (the causal network is the same), keeping the diffusion fields beside it."""
+        d = asdict(self)
+        if model_type == "clover":
+            return {"model_type": "clover", **d}
+        if model_type != "qwen3_5_moe_text":
+            raise ValueError(f"model_type must be 'clover' or 'qwen3_5_moe_text', got {model_type!r}")
+        rope = {"rope_type": "default", "rope_theta": d.pop("rope_theta"),
+                "partial_rotary_factor": d.pop("partial_rotary_factor")}
+        return {"model_type": model_type, "architectures": ["Qwen3_5MoeForCausalLM"], "hidden_act": "silu",
+                "rope_parameters": rope, **d}
 
 
 # Named presets; `tiny` is what tests build, `mini` is the shape of clover-mini.

@@ -56,3 +56,18 @@ def test_language_model_prefix_and_nested_config(reference, tmp_path, close):
     assert ours.config.mask_token_id == 7
     ids = torch.randint(0, 101, (2, 30))
     close(ours(ids), logits_of(reference, ids), "logits (prefixed, nested config)", 1e-4)
+
+
+@pytest.mark.parametrize("layout", ["fused", "per_expert"])
+def test_our_checkpoint_loads_in_transformers(tmp_path, close, layout):
+    from clover_struct.engine.checkpoint import save_model
+    from clover_struct.engine.config import preset
+    from clover_struct.engine.model import CloverModel
+
+    torch.manual_seed(0)
+    ours = CloverModel(preset("tiny", vocab_size=90, mask_token_id=3)).init_weights(std=0.1).eval()
+    save_model(ours, tmp_path, layout=layout, model_type="qwen3_5_moe_text")
+    theirs = transformers.Qwen3_5MoeForCausalLM.from_pretrained(tmp_path).eval()
+    ids = torch.randint(0, 90, (2, 40))
+    close(logits_of(theirs, ids), ours(ids, "causal"), f"transformers on our {layout} save", 1e-4)
+    assert load_model(tmp_path).config == ours.config
