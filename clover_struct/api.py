@@ -4,7 +4,9 @@ Builds the canvas (layout.py) and its automata (constraints.py), writes the
 prompt, runs the joint decoder, then validates. A value that fails a check a
 regular expression cannot express (numeric bounds, pydantic validators) is
 replaced by the slot's next-best complete value; if none passes, the record
-becomes an ExtractionError naming the field. Nothing else escapes.
+becomes an ExtractionError naming the field. Mistakes in the call itself (a
+`known` path the schema lacks, a known value its field cannot hold, a model
+without tokenizer or mask token) raise at once.
 """
 
 from __future__ import annotations
