@@ -55,6 +55,35 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
     return tokenizer.encode(rendered)
 
 
+def prepare(schema, model=None, max_tokens: int | None = None):
+    """The model (default: the embedded one), its canvas for `schema` and the canvas's automata."""
+    model = model or default_model()
+    cfg = model.config
+    if model.tokenizer is None:
+        raise ValueError("this model has no tokenizer.json; extraction needs one")
+    if cfg.mask_token_id is None or cfg.pad_token_id is None:
+        raise ValueError("this model has no mask or pad token, so it cannot denoise a canvas")
+    canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=cfg.mask_token_id,
+                          pad_id=cfg.pad_token_id)
+    canvas.check_fits(cfg.max_position_embeddings)
+    return model, canvas, compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
+
+
+def encode_prompt(model, text, canvas, truncate: bool = False) -> list[int]:
+    """The prompt ids for `text`; ExtractionError for an empty text or one the context cannot hold."""
+    if not isinstance(text, str) or not text.strip():
+        raise ExtractionError("", "the text is empty; give the notice or message to extract from")
+    tok, room = model.tokenizer, model.config.max_position_embeddings - len(canvas.ids)
+    ids = prompt_ids(tok, text, canvas)
+    if len(ids) <= room:
+        return ids
+    if not truncate:
+        raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
+                                  f"{room} beside the canvas; shorten it or pass truncate=True")
+    keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
+    return prompt_ids(tok, tok.decode(tok.encode(text)[:keep]), canvas)[:room]
+
+
 def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:
     if not known:
         return {}
@@ -150,31 +179,13 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
     ExtractionError that explains why that record failed; one failure never loses the
     others. With trace=True each result is a (value, Trace) pair. `schedule` and
     `use_cache` select the baselines benchmarks compare with (see decoder.decode)."""
-    model = model or default_model()
-    tok = model.tokenizer
-    if tok is None:
-        raise ValueError("this model has no tokenizer.json; extraction needs one")
-    cfg = model.config
-    if cfg.mask_token_id is None or cfg.pad_token_id is None:
-        raise ValueError("this model has no mask or pad token, so it cannot denoise a canvas")
-    canvas = build_canvas(schema, tok, max_tokens=max_tokens, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
-    canvas.check_fits(cfg.max_position_embeddings)
-    automata = compile_canvas(canvas, tok, vocab_size=cfg.vocab_size)
+    model, canvas, automata = prepare(schema, model, max_tokens)
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
-    room = cfg.max_position_embeddings - len(canvas.ids)
     results: list[Any] = [None] * len(texts)
     jobs = []
     for n, text in enumerate(texts):
         try:
-            if not isinstance(text, str) or not text.strip():
-                raise ExtractionError("", "the text is empty; give the notice or message to extract from")
-            ids = prompt_ids(tok, text, canvas)
-            if len(ids) > room:
-                if not truncate:
-                    raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
-                                              f"{room} beside the canvas; shorten it or pass truncate=True")
-                keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
-                ids = prompt_ids(tok, tok.decode(tok.encode(text)[:keep]), canvas)[:room]
+            ids = encode_prompt(model, text, canvas, truncate)
             jobs.append((n, ids, _known_ids(canvas, automata, (known or [None] * len(texts))[n])))
         except ExtractionError as e:
             results[n] = e

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field
 
 import torch
@@ -47,6 +48,16 @@ class Trace:
         return self.tokens_committed / max(self.steps, 1)
 
 
+@lru_cache(maxsize=64)
+def _groups_of(canvas) -> tuple[tuple[int, ...], ...]:
+    """Per slot, the groups that contain it, outermost first (the same for every row of a canvas)."""
+    chains = [[] for _ in canvas.slots]
+    for g in canvas.groups:
+        for i in g.slots:
+            chains[i].append(g.index)
+    return tuple(tuple(sorted(c, key=lambda gi: canvas.groups[gi].start)) for c in chains)
+
+
 class _Row:
     """Decoding state of one canvas."""
 
@@ -61,12 +72,7 @@ class _Row:
         self.probs: dict[int, list[float]] = {}
         self.top: dict[int, tuple[list[float], list[int]]] = {}   # position -> alternatives
         self.trace = Trace()
-        self.groups_of = [[] for _ in range(n)]                  # outermost first
-        for g in canvas.groups:
-            for i in g.slots:
-                self.groups_of[i].append(g.index)
-        for chain in self.groups_of:
-            chain.sort(key=lambda gi: canvas.groups[gi].start)
+        self.groups_of = _groups_of(canvas)
         for g in canvas.groups:
             if g.required:
                 self.set_present(g.index)

@@ -23,11 +23,9 @@ from typing import Any, Callable
 
 import torch
 
-from .api import default_model, prompt_ids
-from .constraints import compile_canvas
+from .api import encode_prompt, prepare
 from .decoder import Trace
 from .errors import ExtractionError, SchemaError
-from .layout import build_canvas
 
 MAX_LINKED = 8
 MAX_ASSIGNMENTS = 1 << 16
@@ -68,9 +66,7 @@ def predicate(fn: Callable[[Any], bool], text: str | None = None) -> Rule:
 def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, known: dict | None = None,
            joint: bool = True, trace: bool = False):
     """The best assignment of `schema`'s bool/enum fields that satisfies every rule."""
-    model = model or default_model()
-    tok, cfg = model.tokenizer, model.config
-    canvas = build_canvas(schema, tok, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
+    model, canvas, sets = prepare(schema, model)
     slots = canvas.slots
     bad = [s.path for s in slots if s.kind != "choice" or s.group is not None]
     if bad:
@@ -83,13 +79,12 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
     if rules is None:
         rules = list(getattr(schema, "rules", []))
     rules = [r if isinstance(r, Rule) else predicate(r) for r in rules]
-    sets = compile_canvas(canvas, tok, vocab_size=cfg.vocab_size)
     known = known or {}
     unknown = set(known) - {s.path for s in slots}
     if unknown:
         raise KeyError(f"known: no field {sorted(unknown)}; fields are {', '.join(s.path for s in slots)}")
 
-    prompt = torch.tensor([prompt_ids(tok, text, canvas)], device=model.device)
+    prompt = torch.tensor([encode_prompt(model, text, canvas)], device=model.device)
     cache, _ = model.prefill(prompt)
     lp = torch.log_softmax(model.step(torch.tensor([canvas.ids], device=model.device), cache).float(), -1)[0]
     options = []  # per slot: [(value, score)]
