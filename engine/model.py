@@ -167,7 +167,10 @@ class GatedDeltaNet(nn.Module):
         window = torch.cat([history, mixed], -1)
         if cache is not None and s.commit:
             cache.conv[self.layer] = window[..., -(self.kernel - 1):]
-        mixed = F.silu(F.conv1d(window, self.conv1d.weight.to(window.dtype), groups=window.shape[1]))
+        # depthwise causal conv as K shifted products: the same as F.conv1d, and forward plus
+        # backward run 2-3x faster on CPU (measured; conv1d's backward took 8% of a training step)
+        w = self.conv1d.weight.to(window.dtype)[:, 0]         # [C, K]
+        mixed = F.silu(sum(w[:, j, None] * window[..., j:j + T] for j in range(self.kernel)))
         q, k, v = mixed.transpose(1, 2).split([self.hk * self.dk, self.hk * self.dk, self.hv * self.dv], -1)
 
         def heads(t, h, d):  # [B, T, h*d] -> [B, hv, T, d] in float32; key head i serves value heads i*r..
@@ -329,7 +332,7 @@ class CloverModel(nn.Module):
             x = layer(x, s)
         if cache is not None and commit:
             cache.length += ids.shape[1]
-        return self.lm_head(self.model.norm(x))
+        return self.model.norm(x)
 
     def forward(self, input_ids, mode: str = "causal", *, block_len: int | None = None, pad=None):
         """Logits [batch, length, vocab] of a whole sequence, no cache.
@@ -337,6 +340,11 @@ class CloverModel(nn.Module):
         block mode: the last `block_len` (default config.block_size) tokens are the
         current block. pad: [batch] number of left-padding tokens per row.
         """
+        return self.lm_head(self.hidden(input_ids, mode, block_len=block_len, pad=pad))
+
+    def hidden(self, input_ids, mode: str = "causal", *, block_len: int | None = None, pad=None):
+        """`forward` before the output head: final hidden states [batch, length, hidden].
+        Training applies lm_head to the masked positions only."""
         return self._run(input_ids, mode, block_len=block_len, pad=pad)
 
     @torch.no_grad()
@@ -347,18 +355,17 @@ class CloverModel(nn.Module):
         B, P = input_ids.shape
         lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
         cache = PrefixCache(pad=(P - lengths).to(input_ids.device))
-        logits = self._run(input_ids, "causal", cache, commit=True)
-        return cache, logits
+        return cache, self.lm_head(self._run(input_ids, "causal", cache, commit=True))
 
     @torch.no_grad()
     def step(self, block_ids, cache: PrefixCache, mode: str = "block"):
         """One denoising step: logits of the current block against the cache, which is left unchanged."""
-        return self._run(block_ids, mode, cache, commit=False, block_len=block_ids.shape[1])
+        return self.lm_head(self._run(block_ids, mode, cache, commit=False, block_len=block_ids.shape[1]))
 
     @torch.no_grad()
     def commit(self, block_ids, cache: PrefixCache):
         """Append a finished block to the history (causally, as the prompt was); returns its logits."""
-        return self._run(block_ids, "causal", cache, commit=True)
+        return self.lm_head(self._run(block_ids, "causal", cache, commit=True))
 
     def init_weights(self, generator: torch.Generator | None = None, std: float = 0.02):
         """Random initialisation for training from scratch (and for tests)."""

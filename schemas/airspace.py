@@ -20,10 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
-from .units import LAT_PATTERN, LON_PATTERN, coordinate_to_decimal, destination_point
+from .units import LAT_PATTERN, LON_PATTERN, TIME10, coordinate_to_decimal, destination_point
 from .units import check_utc_offset, parse_yymmddhhmm, to_metres
 
-TIME10 = r"^\d{10}$"
 CIRCLE_SEGMENTS = 64
 # Bounds the canvas. Some real boundaries list 19-24 points (closing repeat included);
 # those do not fit and would need a larger bound at the cost of a longer canvas.

@@ -18,10 +18,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .units import parse_q_coordinates, parse_yymmddhhmm
+from .units import TIME10, parse_q_coordinates, parse_yymmddhhmm
 
 NOTAM_ID = r"^[A-Z]?\d{1,4}/\d{2,4}$"  # A1234/23 (ICAO series/number/year), 07/215 (FAA)
-TIME10 = r"^\d{10}$"
 # Items F/G as published: SFC, GND, UNL, FL195, 1800FT AMSL, 150M AGL, 500 FT MSL.
 LIMIT_TEXT = r"^(SFC|GND|UNL|FL ?\d{2,3}|\d{1,6}(\.\d{1,3})? ?(FT|M)( ?(AMSL|AGL|MSL|SFC|GND))?)$"
 

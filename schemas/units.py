@@ -25,6 +25,9 @@ _DECIMAL = re.compile(r"^-?\d{1,3}(?:\.\d+)?$")
 _Q_COORDS = re.compile(r"^(\d{4}[NS])(\d{5}[EW])$")
 _YYMMDDHHMM = re.compile(r"^\d{10}$")
 
+# YYMMDDhhmm with a real month, day, hour and minute: the automaton then rules out
+# "0000000000"-like times (day 31 of a short month is still left to the validator).
+TIME10 = r"^\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])([01]\d|2[0-3])[0-5]\d$"
 LAT_PATTERN = r"^(\d{4}(\d{2}(\.\d{1,2})?)?[NS]|-?\d{1,2}(\.\d{1,7})?)$"
 LON_PATTERN = r"^(\d{5}(\d{2}(\.\d{1,2})?)?[EW]|-?\d{1,3}(\.\d{1,7})?)$"
 

@@ -9,7 +9,8 @@ reference has. Values are compared normalised: coordinates within 1e-3
 degrees, datetimes equal, strings after whitespace folding. The last line is
 JSON: {"synthetic": {"field_em", "record_em"}, "heldout_family": {...},
 "real_dev": {"valid_rate", "field_em", "qline_location_validity_em"},
-"dispatch": {...}, "judgments": {"accuracy", "violations", "alone_violations"}}.
+"dispatch": {...}, "judgments": {"accuracy", "alone_accuracy", "violations",
+"alone_violations"}} (alone: each question answered on its own, no rules).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def score_real(model, limit=None) -> dict | None:
 
 def score_judgments(pairs, model) -> dict:
     rules = [predicate(judgment_rules_hold)]
-    hits = total = violations = alone_violations = 0
+    hits = alone_hits = total = violations = alone_violations = 0
     for text, gold in pairs:
         try:
             joint = decide(text, DispatchJudgments, model=model, rules=rules)
@@ -141,9 +142,11 @@ def score_judgments(pairs, model) -> dict:
         violations += joint is None or not judgment_rules_hold(joint)
         alone_violations += not judgment_rules_hold(alone)
         for k, v in gold.model_dump().items():
-            hits, total = hits + (joint is not None and getattr(joint, k) == v), total + 1
-    return {"n": len(pairs), "accuracy": hits / max(total, 1), "violations": violations,
-            "alone_violations": alone_violations}
+            hits += joint is not None and getattr(joint, k) == v
+            alone_hits += getattr(alone, k) == v
+            total += 1
+    return {"n": len(pairs), "accuracy": hits / max(total, 1), "alone_accuracy": alone_hits / max(total, 1),
+            "violations": violations, "alone_violations": alone_violations}
 
 
 def main(argv=None) -> int:
@@ -151,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", metavar="DIR", help="model directory (default: the embedded clover-mini)")
     ap.add_argument("--n", type=int, default=500, help="generated notices in-distribution (default 500)")
     ap.add_argument("--quick", action="store_true", help="20 of each, for a smoke run")
+    ap.add_argument("--out", metavar="FILE", help="also write the final JSON line here (the model card reads it)")
     args = ap.parse_args(argv)
     model = load_model(args.model)
     n = 20 if args.quick else args.n
@@ -170,9 +174,12 @@ def main(argv=None) -> int:
             print(f"| {name} | {r['n']} | {r['valid_rate']:.3f} | {r['field_em']:.3f} | {r.get('record_em', float('nan')):.3f} |")
     if report["judgments"]:
         j = report["judgments"]
-        print(f"judgments: accuracy {j['accuracy']:.3f}, rule violations joint {j['violations']}, "
-              f"alone {j['alone_violations']} of {j['n']}")
-    print(json.dumps(report))
+        print(f"judgments: accuracy {j['accuracy']:.3f} joint, {j['alone_accuracy']:.3f} alone; "
+              f"rule violations {j['violations']} joint, {j['alone_violations']} alone, of {j['n']}")
+    line = json.dumps(report)
+    if args.out:
+        Path(args.out).write_text(line + "\n")
+    print(line)
     return 0
 
 

@@ -18,6 +18,7 @@ no pickle). The held-out family is never drawn; /work/shared/data is never read.
 
     python -m training.train --out runs/mini --minutes 150    # writes the clover-mini dir
     python -m training.train --out runs/mini --resume         # continues a stopped run
+    python -m training.train --out runs/twin --objective causal --minutes 150   # the AR twin (causal.py)
 
 DIR ends up holding config.json, model.safetensors, tokenizer.json (the model: copy these
 three to clover_struct/models/clover-mini/), plus optimizer.safetensors, train_state.json
@@ -37,6 +38,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import argparse
 import json
 import math
+import platform
 import random
 import signal
 import sys
@@ -59,21 +61,20 @@ from .generate import sample
 from .tokenizer import build as build_tokenizer
 
 L, A = "linear_attention", "full_attention"
-# clover-mini: 8.1M parameters (32.6 MB float32) with the 3072-token vocabulary.
-# Four layers, attention in every second: on 2 CPU cores, throughput is set by the
-# number of Gated DeltaNet layers (each runs a forward and a backward scan per block),
-# far more than by width, so it is wide and shallow (hidden 256: 1.9k train tokens/s,
-# 6.9k forward tokens/s, against 1.6k / 5.3k for 6 layers of 160). Extraction is
-# copying: a slot position must find its source in the prompt by content and offset,
-# which attention does and a 1-in-4 pattern at this depth would leave to one layer.
-# block_size / max_position_embeddings: the DispatchMessage canvas is 2739 tokens and
+# clover-mini: 2.8M parameters (11.3 MB float32) with the 3072-token vocabulary.
+# Four layers, attention in every second. Extraction is copying: a slot position must
+# find its source in the prompt by content and offset, which attention does and a 1-in-4
+# pattern at this depth would leave to one layer. Width 128: on 2 CPU cores a training
+# step over ~5k NoFlyZone tokens ran at 2.8k tokens/s against 2.3k for width 192 and
+# 1.8k for width 256 (same layers; measured back to back), and the budget is hours.
+# block_size / max_position_embeddings: the DispatchMessage canvas is 2323 tokens and
 # judgment prompts reach ~1200, so one block and one context of 4096.
 CONFIGS = {
-    "mini": dict(hidden_size=256, num_hidden_layers=4, layer_types=[L, A, L, A],
-                 num_attention_heads=4, num_key_value_heads=2, head_dim=64,
-                 linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=64,
-                 linear_value_head_dim=64, num_experts=8, num_experts_per_tok=2,
-                 moe_intermediate_size=192, shared_expert_intermediate_size=256,
+    "mini": dict(hidden_size=128, num_hidden_layers=4, layer_types=[L, A, L, A],
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                 linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=32,
+                 linear_value_head_dim=32, num_experts=8, num_experts_per_tok=2,
+                 moe_intermediate_size=128, shared_expert_intermediate_size=128,
                  partial_rotary_factor=0.5, max_position_embeddings=4096, block_size=4096),
     "tiny": dict(hidden_size=32, num_hidden_layers=2, layer_types=[L, A], num_attention_heads=2,
                  num_key_value_heads=1, head_dim=16, linear_num_key_heads=1, linear_num_value_heads=2,
@@ -82,10 +83,11 @@ CONFIGS = {
                  max_position_embeddings=4096, block_size=4096),
 }
 SCHEMAS = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judgment": DispatchJudgments}
-# Share of steps per kind (a step is ~batch_tokens tokens whatever the kind). Zones are
-# the main use; dispatch canvases are long and mostly pads; a judgment row is ~700 prompt
-# tokens for 8 answers, and its rules are enforced by the decoder anyway.
-DEFAULT_MIX = {"zone": 0.4, "notam": 0.2, "dispatch": 0.3, "judgment": 0.1}
+# Share of steps per kind (a step is ~batch_tokens tokens whatever the kind). Zones and
+# notices are the main use (and three of the five evaluation scores); dispatch canvases
+# are long and mostly pads; a judgment row is ~700 prompt tokens for 8 answers, and its
+# rules are enforced by the decoder anyway.
+DEFAULT_MIX = {"zone": 0.35, "notam": 0.35, "dispatch": 0.2, "judgment": 0.1}
 TRAIN_SEED_BASE = 1_000_000   # example seeds start here; evaluation's are far below
 MAX_ROWS = 64                 # rows per batch at most (also spaces the example seeds)
 MIN_MASK = 0.05
@@ -206,7 +208,8 @@ def step_loss(model, balance, data: Data, step: int, seed: int):
     gold = gold[:, first:end]
     ids, pad, gold, masked = (t.to(model.device) for t in (ids, pad, gold, masked))
     ids[:, -(end - first):] = torch.where(masked, cfg.mask_token_id, gold)
-    logits = model(ids, mode="block", block_len=end - first, pad=pad)[:, -(end - first):][masked]   # [M, V]
+    h = model.hidden(ids, mode="block", block_len=end - first, pad=pad)[:, -(end - first):][masked]
+    logits = model.lm_head(h)                                             # [M, V]: masked positions only
     target = gold[masked]
     # Plain mean over masked tokens, not the ELBO's 1/r weight: the decoder never scores
     # likelihoods, it needs good per-position predictions at every noise level, and 1/r
@@ -235,10 +238,10 @@ def make_optimizer(model, args):
                               {"params": rest, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.95))
 
 
-def save_checkpoint(model, opt, out: Path, state: dict) -> None:
+def save_checkpoint(model, opt, out: Path, state: dict, model_type: str = "clover") -> None:
     """Weights (save_model), AdamW state (safetensors) and the JSON state, each file replaced atomically."""
     tmp = out / ".tmp"
-    save_model(model, tmp)
+    save_model(model, tmp, model_type=model_type)
     names = {p: n for n, p in model.named_parameters()}
     flat = {f"{names[p]}.{k}": v.detach().cpu().clone().contiguous() for p, s in opt.state.items() for k, v in s.items()}
     save_file(flat, str(tmp / "optimizer.safetensors"))
@@ -284,7 +287,14 @@ def build(args, out: Path, device=torch.device("cpu")):
     return model, make_optimizer(model, args)
 
 
-RUN_KEYS = ("config", "block_size", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "steps", "minutes")
+def machine() -> str:
+    """The training machine in words, for the model card."""
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+    return f"{os.cpu_count()} CPU cores ({platform.machine()}, {platform.system()}), {gpu}, torch {torch.__version__}"
+
+
+RUN_KEYS = ("config", "block_size", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "steps", "minutes",
+            "objective")
 
 
 def train(args) -> Path:
@@ -293,6 +303,7 @@ def train(args) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if args.resume:
         saved = json.loads((out / "train_state.json").read_text())["args"]
+        saved.setdefault("objective", "diffusion")   # runs saved before --objective existed
         for k in RUN_KEYS:   # the run's own settings, except stop criteria given again
             if not (k in ("steps", "minutes") and getattr(args, k) is not None):
                 setattr(args, k, saved.get(k, getattr(args, k)))
@@ -304,7 +315,12 @@ def train(args) -> Path:
     if args.steps is None and args.minutes is None:
         raise SystemExit("give --steps and/or --minutes")
     mix = args.mix if isinstance(args.mix, dict) else parse_mix(args.mix)
-    data = Data(model.tokenizer, mix, args.batch_tokens, args.seed)
+    if args.objective == "causal":
+        from . import causal   # it imports this module
+        data_class, loss_of, model_type = causal.CausalData, causal.step_loss, causal.MODEL_TYPE
+    else:
+        data_class, loss_of, model_type = Data, step_loss, "clover"
+    data = data_class(model.tokenizer, mix, args.batch_tokens, args.seed)
     n = sum(p.numel() for p in model.parameters())
     print(f"clover-{args.config}: {n:,} parameters ({n * 4 / 1e6:.1f} MB float32), vocab {model.config.vocab_size}, "
           f"canvases {', '.join(f'{k} {len(c)}' for k, c in data.canvases.items())}", flush=True)
@@ -315,8 +331,9 @@ def train(args) -> Path:
     previous = {sig: signal.signal(sig, lambda *_: stop.update(signal=True)) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def snapshot():
-        save_checkpoint(model, opt, out, {"step": step, "elapsed": elapsed, "skipped": data.skipped,
-                                          "args": {k: (mix if k == "mix" else getattr(args, k)) for k in RUN_KEYS}})
+        save_checkpoint(model, opt, out, {"step": step, "elapsed": elapsed, "skipped": data.skipped, "machine": machine(),
+                                          "args": {k: (mix if k == "mix" else getattr(args, k)) for k in RUN_KEYS}},
+                        model_type)
 
     def progress():
         if args.steps is not None:
@@ -335,7 +352,7 @@ def train(args) -> Path:
         lr = lr_at(progress(), step, args)
         for group in opt.param_groups:
             group["lr"] = lr
-        loss, ce, st = step_loss(model, balance, data, step, args.seed)
+        loss, ce, st = loss_of(model, balance, data, step, args.seed)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
@@ -388,13 +405,16 @@ def parser() -> argparse.ArgumentParser:
                    help="stop at this step; also the lr schedule's horizon (else --minutes is)")
     p.add_argument("--stop-after", type=int, default=None, help="stop after this many steps in this invocation")
     p.add_argument("--config", choices=sorted(CONFIGS), default="mini")
+    p.add_argument("--objective", choices=("diffusion", "causal"), default="diffusion",
+                   help="causal: the autoregressive twin for benchmarks (training/causal.py), saved as a "
+                        "Qwen3.5-MoE checkpoint transformers loads")
     p.add_argument("--block-size", type=int, default=None,
                    help="denoising block (default: the config's, one block per canvas); longer canvases "
                         "train one noised block after clean earlier ones")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json to use (default: train one)")
     p.add_argument("--mix", default=",".join(f"{k}={v}" for k, v in DEFAULT_MIX.items()))
     p.add_argument("--batch-tokens", type=int, default=6000, help="tokens per batch (prompts + canvases)")
-    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--clip", type=float, default=1.0)

@@ -73,9 +73,9 @@ def test_a_block_step_noises_one_block_after_clean_history(tokenizer_path, tmp_p
 
     def spy(ids, mode, block_len, pad):
         seen.update(ids=ids.clone(), block_len=block_len)
-        return torch.zeros(*ids.shape, model.config.vocab_size, requires_grad=True)
+        return torch.zeros(*ids.shape, model.config.hidden_size, requires_grad=True)
 
-    monkeypatch.setattr(model, "forward", spy)
+    monkeypatch.setattr(model, "hidden", spy)
     for step in range(6):
         T.step_loss(model, T.Balance(model), data, step, 0)
         ids, n = seen["ids"], seen["block_len"]

@@ -1,0 +1,56 @@
+"""The model card is rendered from training.json and evaluation.json only."""
+
+import json
+
+import torch
+from safetensors.torch import save_file
+
+from clover_struct.engine.config import ModelConfig
+from training import model_card as MC
+from training import train as T
+
+EVALUATION = {
+    "synthetic": {"n": 500, "valid_rate": 1.0, "field_em": 0.981, "record_em": 0.912, "seconds_per_record": 0.31},
+    "heldout_family": {"n": 200, "valid_rate": 1.0, "field_em": 0.871, "record_em": 0.5, "seconds_per_record": 0.3},
+    "real_dev": None,
+    "judgments": {"n": 200, "accuracy": 0.962, "alone_accuracy": 0.95, "violations": 0, "alone_violations": 7},
+}
+
+
+def fake_run(path, minutes=12.5):
+    path.mkdir()
+    config = ModelConfig(vocab_size=600, mask_token_id=1, pad_token_id=0, eos_token_id=2, **T.CONFIGS["tiny"])
+    (path / "config.json").write_text(json.dumps(config.to_dict()))
+    save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(path / "model.safetensors"))
+    (path / "tokenizer.json").write_text("{}")
+    args = {"config": "tiny", "mix": {"notam": 0.5, "zone": 0.5}, "batch_tokens": 6000, "lr": 0.003,
+            "block_size": None, "minutes": minutes, "steps": None}
+    (path / "train_state.json").write_text(json.dumps({"step": 1234, "elapsed": minutes * 60, "args": args}))
+    (path / "train_log.jsonl").write_text(json.dumps({"step": 1230, "loss": 0.0312, "acc_value": 0.987}) + "\n")
+
+
+def test_card_numbers_come_from_the_run_and_the_evaluation(tmp_path):
+    fake_run(tmp_path / "run")
+    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
+    card = MC.write(tmp_path / "run", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores")
+    text = card.read_text()
+    for needle in ("17 parameters", "1,234 steps in 12.5 minutes", "--minutes 12.5", "machine: 2 cores",
+                   "| synthetic | 500 | 1.000 | 0.981 | 0.912 | 0.31 |", "accuracy 0.962 decided jointly (0 rule",
+                   "0.950 answering each question on its own (7 cases", "synthetic field_em: 0.981 (target 0.97) met",
+                   "heldout_family field_em: 0.871 (target 0.9) NOT met", "loss 0.0312"):
+        assert needle in text, needle
+    assert "real_dev" not in text   # absent sets are left out, not scored as zero
+    assert {p.name for p in (tmp_path / "ship").iterdir()} == {
+        "config.json", "model.safetensors", "tokenizer.json", "training.json", "evaluation.json", "MODEL_CARD.md"}
+    assert MC.render_dir(tmp_path / "ship") in text
+
+
+def test_rendering_again_keeps_the_hand_written_notes(tmp_path):
+    fake_run(tmp_path / "run")
+    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
+    card = MC.write(tmp_path / "run", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores")
+    card.write_text(card.read_text() + "\nThe polygons are weak.\n")
+    better = {**EVALUATION, "synthetic": {**EVALUATION["synthetic"], "field_em": 0.99}}
+    (tmp_path / "eval.json").write_text(json.dumps(better))
+    text = MC.write(tmp_path / "run", tmp_path / "eval.json", tmp_path / "ship").read_text()
+    assert "The polygons are weak." in text and "| 0.990 |" in text and text.count(MC.NOTES) == 1
