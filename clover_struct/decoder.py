@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 from functools import lru_cache
 from dataclasses import dataclass, field
 
@@ -42,6 +43,9 @@ class Trace:
     confidence: dict[str, float] = field(default_factory=dict)   # per field: mean prob of its tokens
     settled_at: dict[str, int] = field(default_factory=dict)     # per field: step at which it finished
     tokens_per_step: list[int] = field(default_factory=list)
+    # time spent on constraints: allowed-token masks built and applied, choice candidates
+    # scored, automata advanced (benchmarks/compare.py reports its share of decoding time)
+    constraint_seconds: float = 0.0
 
     @property
     def tokens_per_forward(self) -> float:
@@ -148,7 +152,9 @@ class _Row:
                 if self.present[gi] is None and self.canvas.groups[gi].kind != "variant":
                     self.set_present(gi)
         if self.state[i] is not None:
+            started = time.perf_counter()
             self.state[i] = self.automata[i].next(self.state[i], token)
+            self.trace.constraint_seconds += time.perf_counter() - started
         if self.filled[i] == s.budget:
             self.finish(i, step)
 
@@ -184,16 +190,22 @@ def _pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
 
 def _choice_scores(row: _Row, i, lp, block_end):
     """Candidates of choice slot i and their summed log-probs over the slot's positions in the block."""
+    started = time.perf_counter()
     s, block_start = row.canvas.slots[i], block_end - lp.shape[0]
     cands = row.choices(i)
     span = [p for p in range(s.start, s.end) if block_start <= p < block_end]
-    return cands, torch.tensor([sum(float(lp[p - block_start, c[p - s.start]]) for p in span) for c in cands])
+    scores = torch.tensor([sum(float(lp[p - block_start, c[p - s.start]]) for p in span) for c in cands])
+    row.trace.constraint_seconds += time.perf_counter() - started
+    return cands, scores
 
 
 def _next_logprobs(row: _Row, i, lp, block_end):
     """Log-probs of slot i's next position, with the tokens it may not take at -inf."""
+    started = time.perf_counter()
     p = row.canvas.slots[i].start + row.filled[i] - (block_end - lp.shape[0])
-    return lp[p].masked_fill(~row.allowed(i), -math.inf)
+    masked = lp[p].masked_fill(~row.allowed(i), -math.inf)
+    row.trace.constraint_seconds += time.perf_counter() - started
+    return masked
 
 
 def _confidence(row: _Row, i, lp, block_end) -> float:

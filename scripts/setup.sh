@@ -3,7 +3,7 @@
 # CPU torch 2.13.0 is installed first when no torch is present: a bare `torch`
 # requirement would otherwise pull a multi-GB CUDA build.
 #   scripts/setup.sh          runtime only
-#   scripts/setup.sh test     plus the test extra (pytest, hypothesis, transformers)
+#   scripts/setup.sh test     plus the test extra (pytest, hypothesis, transformers, outlines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
