@@ -120,6 +120,13 @@ class _Row:
         return [i for i, s in enumerate(self.canvas.slots)
                 if not self.done[i] and block_start <= s.start + self.filled[i] < block_end]
 
+    def wanted(self, block_start, block_end) -> list[int]:
+        """Canvas positions whose log-probs this step may read: every not yet written position
+        of the unfinished slots of the block (a choice slot is scored over its whole span)."""
+        return [p for i in self.next_slots(block_start, block_end)
+                for p in range(max(self.canvas.slots[i].start + self.filled[i], block_start),
+                               min(self.canvas.slots[i].end, block_end))]
+
     def remaining(self, i):
         return self.canvas.slots[i].budget - self.filled[i]
 
@@ -180,6 +187,20 @@ class _Row:
                     self.set_absent(g.index, step)
 
 
+class _Logprobs:
+    """One row's log-probs at the positions a step computed, looked up by canvas position:
+    the output head runs only where a decision can still be made, not on the whole block."""
+
+    def __init__(self, packed: torch.Tensor, positions: list[int]):
+        self.packed, self.row = packed, {p: j for j, p in enumerate(positions)}
+
+    def __getitem__(self, p: int) -> torch.Tensor:
+        return self.packed[self.row[p]]
+
+    def __contains__(self, p: int) -> bool:
+        return p in self.row
+
+
 def _pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
     if temperature <= 0:
         return int(logprobs.argmax())
@@ -191,10 +212,10 @@ def _pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
 def _choice_scores(row: _Row, i, lp, block_end):
     """Candidates of choice slot i and their summed log-probs over the slot's positions in the block."""
     started = time.perf_counter()
-    s, block_start = row.canvas.slots[i], block_end - lp.shape[0]
+    s = row.canvas.slots[i]
     cands = row.choices(i)
-    span = [p for p in range(s.start, s.end) if block_start <= p < block_end]
-    scores = torch.tensor([sum(float(lp[p - block_start, c[p - s.start]]) for p in span) for c in cands])
+    span = [p for p in range(s.start, s.end) if p in lp]
+    scores = torch.tensor([sum(float(lp[p][c[p - s.start]]) for p in span) for c in cands])
     row.trace.constraint_seconds += time.perf_counter() - started
     return cands, scores
 
@@ -202,8 +223,7 @@ def _choice_scores(row: _Row, i, lp, block_end):
 def _next_logprobs(row: _Row, i, lp, block_end):
     """Log-probs of slot i's next position, with the tokens it may not take at -inf."""
     started = time.perf_counter()
-    p = row.canvas.slots[i].start + row.filled[i] - (block_end - lp.shape[0])
-    masked = lp[p].masked_fill(~row.allowed(i), -math.inf)
+    masked = lp[row.canvas.slots[i].start + row.filled[i]].masked_fill(~row.allowed(i), -math.inf)
     row.trace.constraint_seconds += time.perf_counter() - started
     return masked
 
@@ -217,7 +237,7 @@ def _confidence(row: _Row, i, lp, block_end) -> float:
 
 
 def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, generator):
-    """Commit slot i's next token, then more while confident. lp: [block, vocab] log-probs."""
+    """Commit slot i's next token, then more while confident. lp: the row's _Logprobs."""
     s = row.canvas.slots[i]
     if s.kind == "choice":
         cands, scores = _choice_scores(row, i, lp, block_end)
@@ -289,18 +309,24 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
         rows_cache, live_before = (cache if use_cache else None), list(range(len(rows)))
         while live := [n for n, r in enumerate(rows) if r.next_slots(block_start, block_end)]:
             index = torch.tensor(live, device=device)
+            wanted = [rows[n].wanted(block_start, block_end) for n in live]
+            at = (torch.tensor([j for j, w in enumerate(wanted) for _ in w], device=device),
+                  torch.tensor([p - block_start for w in wanted for p in w], device=device))
             if use_cache:
                 if live != live_before:  # re-slice the cache only when the set of rows changes
                     rows_cache, live_before = cache.select(index), live
                 ids = torch.tensor([rows[n].ids[block_start:block_end] for n in live], device=device)
-                logits = model.step(ids, rows_cache)
+                logits = model.step(ids, rows_cache, at=at)
             else:
                 ids = torch.tensor([rows[n].ids[:block_end] for n in live], device=device)
-                logits = model(torch.cat([prompt_ids[index], ids], 1), "block", block_len=block_end - block_start,
-                               pad=P - lengths[index])[:, -(block_end - block_start):]
-            lps = torch.log_softmax(logits.float(), -1).cpu()
+                hidden = model.hidden(torch.cat([prompt_ids[index], ids], 1), "block",
+                                      block_len=block_end - block_start, pad=P - lengths[index])
+                logits = model.lm_head(hidden[:, -(block_end - block_start):][at])
+            packed = torch.log_softmax(logits.float(), -1).cpu()
             step += 1
-            for n, lp in zip(live, lps):
+            begin = 0
+            for n, w in zip(live, wanted):
+                lp, begin = _Logprobs(packed[begin:begin + len(w)], w), begin + len(w)
                 r = rows[n]
                 before = r.trace.tokens_committed
                 r.trace.forward_passes += 1

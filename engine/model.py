@@ -358,9 +358,13 @@ class CloverModel(nn.Module):
         return cache, self.lm_head(self._run(input_ids, "causal", cache, commit=True))
 
     @torch.no_grad()
-    def step(self, block_ids, cache: PrefixCache, mode: str = "block"):
-        """One denoising step: logits of the current block against the cache, which is left unchanged."""
-        return self.lm_head(self._run(block_ids, mode, cache, commit=False, block_len=block_ids.shape[1]))
+    def step(self, block_ids, cache: PrefixCache, mode: str = "block", *, at=None):
+        """One denoising step: logits of the current block against the cache, which is left unchanged.
+
+        at: optional (rows, columns) index tensors; then only the logits there, [N, vocab]
+        (the output head is a large share of a step over a long block)."""
+        h = self._run(block_ids, mode, cache, commit=False, block_len=block_ids.shape[1])
+        return self.lm_head(h if at is None else h[at])
 
     @torch.no_grad()
     def commit(self, block_ids, cache: PrefixCache):

@@ -210,8 +210,8 @@ class _Biased:
         self.model, self.token, self.config, self.tokenizer = model, token, model.config, model.tokenizer
         self.device, self.prefill, self.commit = model.device, model.prefill, model.commit
 
-    def step(self, ids, cache):
-        logits = self.model.step(ids, cache)
+    def step(self, ids, cache, at=None):
+        logits = self.model.step(ids, cache, at=at)
         logits[..., self.token] += 100.0
         return logits
 

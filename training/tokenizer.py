@@ -8,6 +8,11 @@
 - Each Han character is split off on its own before byte-level BPE, so frequent
   ones become whole tokens and a merge never spans two characters; rare ones stay
   as their bytes.
+- Every whitespace character is its own piece before byte-level BPE, so a word
+  never carries the space before it: `Q) ZSHA/` and the slot value `ZSHA` hold the
+  same tokens, and copying a value is copying tokens. (With GPT-2 style pieces,
+  ` ZSHA` and `ZSHA` split differently: a model at step 500 of training had not
+  learned to copy a single field; texts cost ~21% more tokens this way.)
 - Special tokens `<|pad|>` (id 0), `<|mask|>` (1), `<|endoftext|>` (2), found by name.
 
 The corpus is `corpus()`: generated texts of every kind (the held-out family is
@@ -37,7 +42,7 @@ PROMPT_WORDS = "schema: {title}\ntext:\n{text}\nrecord:\n"
 def train_tokenizer(texts: Iterable[str], vocab_size: int = VOCAB_SIZE) -> HFTokenizer:
     tok = HFTokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(r"\p{Han}"), behavior="isolated"),
+        pre_tokenizers.Split(Regex(r"\p{Han}|\s"), behavior="isolated"),
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
     ])
