@@ -20,8 +20,7 @@ import torch.nn.functional as F
 
 from clover_struct.api import prompt_ids
 
-from .generate import sample
-from .train import AUX_COEF, MAX_ROWS, TRAIN_SEED_BASE, Data
+from .train import AUX_COEF, MAX_ROWS, TRAIN_SEED_BASE, Data, draw_example
 
 MODEL_TYPE = "qwen3_5_moe_text"
 
@@ -42,7 +41,7 @@ class CausalData(Data):
         for j in range(MAX_ROWS * 4):
             if len(rows) == MAX_ROWS:
                 break
-            _, text, gold = sample(kind, random.Random(base + j))
+            text, gold = draw_example(kind, random.Random(base + j))
             try:
                 canvas.fill(gold)   # the diffusion model never sees a record its canvas cannot write
             except ValueError:

@@ -138,3 +138,12 @@ def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_pat
             with torch.no_grad():
                 logits = model(ids, mode="block", block_len=len(canvas))
             assert torch.isfinite(logits).all()
+
+
+def test_copy_drills_batch_like_any_kind(tokenizer_path, tmp_path):
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    data = T.Data(model.tokenizer, {"copy": 1.0}, 1500, seed=0)
+    kind, canvas, rows = data.batch(0)
+    assert kind == "copy" and rows and all(len(gold) == len(canvas) for _, gold in rows)
+    loss, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
+    assert torch.isfinite(loss) and stats["value"] > 0

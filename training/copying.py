@@ -1,0 +1,68 @@
+"""Labelled-copy drills: short texts of `label) value` items, and a record of the values.
+
+Extraction is mostly copying a span that follows a cue. In the real kinds a record has
+a few dozen value tokens among hundreds of pads and fixed tokens, so a small model
+sees little copying per step and learns it late; a drill is almost all value tokens.
+Values are drawn like the notices' (letter codes, digit runs, coordinates, times,
+words), labels from the notices' own cues, in random order with some labels absent.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LABELS = ("A", "B", "C", "D", "E", "F")
+CUES = {"A": ["A)", "ITEM A:", "LOC"], "B": ["B)", "FROM", "START"], "C": ["C)", "TO", "END"],
+        "D": ["D)", "SKED", "TIME"], "E": ["E)", "TEXT", "NOTE"], "F": ["F)", "LWR", "FLOOR"]}
+_WORDS = ["AREA", "RWY", "CLSD", "TWY", "DUE", "WIP", "UAS", "ACT", "drone", "zone", "park", "river", "north",
+          "AVBL", "OBST", "LGT", "U/S", "TEMPO", "HEL", "PJE"]
+
+
+def _value(rng: random.Random) -> str:
+    kind = rng.randrange(6)
+    if kind == 0:   # a location or FIR code, or any letter code
+        return "".join(rng.choices(string.ascii_uppercase, k=rng.randint(2, 6)))
+    if kind == 1:   # a digit run: a time, a limit, a number
+        return "".join(rng.choices(string.digits, k=rng.randint(1, 10)))
+    if kind == 2:   # a coordinate as notices write it
+        return f"{rng.randrange(90):02d}{rng.randrange(60):02d}{rng.choice('NS')}" \
+               f"{rng.randrange(180):03d}{rng.randrange(60):02d}{rng.choice('EW')}"
+    if kind == 3:   # code and number mixed: FL195, 1500FT, A1234/23
+        return rng.choice([f"FL{rng.randrange(1000):03d}", f"{rng.randrange(1, 20000)}FT",
+                           f"{rng.choice(string.ascii_uppercase)}{rng.randrange(10000):04d}/{rng.randrange(100):02d}"])
+    if kind == 4:   # a few words
+        return " ".join(rng.choices(_WORDS, k=rng.randint(1, 3)))
+    return f"{rng.randrange(24):02d}{rng.randrange(60):02d}-{rng.randrange(24):02d}{rng.randrange(60):02d}"
+
+
+class Copied(BaseModel):
+    """The values of the labelled items of a text; null where the label is absent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    a: Optional[str] = Field(None, max_length=24, description="value after the A cue",
+                             json_schema_extra={"max_tokens": 12})
+    b: Optional[str] = Field(None, max_length=24, description="value after the B cue",
+                             json_schema_extra={"max_tokens": 12})
+    c: Optional[str] = Field(None, max_length=24, description="value after the C cue",
+                             json_schema_extra={"max_tokens": 12})
+    d: Optional[str] = Field(None, max_length=24, description="value after the D cue",
+                             json_schema_extra={"max_tokens": 12})
+    e: Optional[str] = Field(None, max_length=24, description="value after the E cue",
+                             json_schema_extra={"max_tokens": 12})
+    f: Optional[str] = Field(None, max_length=24, description="value after the F cue",
+                             json_schema_extra={"max_tokens": 12})
+
+
+def copy_example(rng: random.Random) -> tuple[str, Copied]:
+    """(text, gold): one cue style for the whole text, 3-6 present labels in random order."""
+    style = rng.randrange(3)
+    present = rng.sample(LABELS, rng.randint(3, 6))
+    values = {label: _value(rng) for label in present}
+    sep = rng.choice([" ", "\n", " / "])
+    text = sep.join(f"{CUES[label][style]} {values[label]}" for label in present)
+    return text, Copied(**{label.lower(): v for label, v in values.items()})
