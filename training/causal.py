@@ -13,14 +13,11 @@ Qwen3_5MoeForCausalLM and `load_model` reads them too.
 from __future__ import annotations
 
 import json
-import random
 
 import torch
 import torch.nn.functional as F
 
-from clover_struct.api import prompt_ids
-
-from .train import AUX_COEF, MAX_ROWS, TRAIN_SEED_BASE, Data, draw_example
+from .train import AUX_COEF, Data
 
 MODEL_TYPE = "qwen3_5_moe_text"
 
@@ -33,28 +30,9 @@ def record_json(gold) -> str:
 class CausalData(Data):
     """Batches of (prompt ids, JSON + eos ids) rows, one kind each, as a pure function of (seed, step)."""
 
-    def batch(self, step: int):
-        """(kind, canvas, [(prompt ids, target ids), ...]) for `step`, drawn as `Data.batch` draws."""
-        kind = random.Random(f"clover-mini/{self.seed}/{step}").choices(self.kinds, self.weights)[0]
-        canvas, rows, longest = self.canvases[kind], [], 0
-        base = TRAIN_SEED_BASE + self.seed * 1_000_000_000 + step * MAX_ROWS * 4
-        for j in range(MAX_ROWS * 4):
-            if len(rows) == MAX_ROWS:
-                break
-            text, gold = draw_example(kind, random.Random(base + j))
-            try:
-                canvas.fill(gold)   # the diffusion model never sees a record its canvas cannot write
-            except ValueError:
-                self.skipped += 1
-                continue
-            prompt = prompt_ids(self.tok, text, canvas)
-            target = self.tok.encode(record_json(gold)) + [self.tok.eos_id]
-            longest2 = max(longest, len(prompt) + len(target))
-            if rows and (len(rows) + 1) * longest2 > self.batch_tokens:
-                break
-            rows.append((prompt, target))
-            longest = longest2
-        return kind, canvas, rows
+    def target(self, canvas, gold) -> list[int]:
+        canvas.fill(gold)   # the diffusion model never sees a record its canvas cannot write
+        return self.tok.encode(record_json(gold)) + [self.tok.eos_id]
 
 
 def collate(rows, pad_id: int):

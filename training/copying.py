@@ -13,7 +13,7 @@ import random
 import string
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, create_model
 
 LABELS = ("A", "B", "C", "D", "E", "F")
 CUES = {"A": ["A)", "ITEM A:", "LOC"], "B": ["B)", "FROM", "START"], "C": ["C)", "TO", "END"],
@@ -39,26 +39,15 @@ def _value(rng: random.Random) -> str:
     return f"{rng.randrange(24):02d}{rng.randrange(60):02d}-{rng.randrange(24):02d}{rng.randrange(60):02d}"
 
 
-class Copied(BaseModel):
-    """The values of the labelled items of a text; null where the label is absent."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    a: Optional[str] = Field(None, max_length=24, description="value after the A cue",
-                             json_schema_extra={"max_tokens": 12})
-    b: Optional[str] = Field(None, max_length=24, description="value after the B cue",
-                             json_schema_extra={"max_tokens": 12})
-    c: Optional[str] = Field(None, max_length=24, description="value after the C cue",
-                             json_schema_extra={"max_tokens": 12})
-    d: Optional[str] = Field(None, max_length=24, description="value after the D cue",
-                             json_schema_extra={"max_tokens": 12})
-    e: Optional[str] = Field(None, max_length=24, description="value after the E cue",
-                             json_schema_extra={"max_tokens": 12})
-    f: Optional[str] = Field(None, max_length=24, description="value after the F cue",
-                             json_schema_extra={"max_tokens": 12})
+# The values of the labelled items of a text; null where the label is absent.
+Copied = create_model(
+    "Copied", __config__=ConfigDict(extra="forbid"),
+    **{label.lower(): (Optional[str], Field(None, max_length=24, description=f"value after the {label} cue",
+                                            json_schema_extra={"max_tokens": 12})) for label in LABELS},
+)
 
 
-def copy_example(rng: random.Random) -> tuple[str, Copied]:
+def copy_example(rng: random.Random):
     """(text, gold): one cue style for the whole text, 3-6 present labels in random order."""
     style = rng.randrange(3)
     present = rng.sample(LABELS, rng.randint(3, 6))

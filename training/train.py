@@ -112,8 +112,13 @@ class Data:
         self.canvases = {k: build_canvas(SCHEMAS[k], tokenizer) for k in self.kinds}
         self.skipped = 0
 
+    def target(self, canvas, gold) -> list[int]:
+        """What a row is trained to produce: here the gold canvas (ValueError when a value is
+        over its slot's budget, a layout the decoder cannot write)."""
+        return canvas.fill(gold)
+
     def batch(self, step: int):
-        """(kind, canvas, [(prompt ids, gold canvas ids), ...]) for `step`."""
+        """(kind, canvas, [(prompt ids, target ids), ...]) for `step`."""
         kind = random.Random(f"clover-mini/{self.seed}/{step}").choices(self.kinds, self.weights)[0]
         canvas, rows, longest = self.canvases[kind], [], 0
         base = TRAIN_SEED_BASE + self.seed * 1_000_000_000 + step * MAX_ROWS * 4
@@ -122,15 +127,15 @@ class Data:
                 break
             text, gold = draw_example(kind, random.Random(base + j))
             try:
-                gold_ids = canvas.fill(gold)
-            except ValueError:   # a value over its slot's budget: not a layout the decoder can write
+                target = self.target(canvas, gold)
+            except ValueError:
                 self.skipped += 1
                 continue
             prompt = prompt_ids(self.tok, text, canvas)
-            longest2 = max(longest, len(prompt))
-            if rows and (len(rows) + 1) * (longest2 + len(canvas)) > self.batch_tokens:
+            longest2 = max(longest, len(prompt) + len(target))
+            if rows and (len(rows) + 1) * longest2 > self.batch_tokens:
                 break
-            rows.append((prompt, gold_ids))
+            rows.append((prompt, target))
             longest = longest2
         return kind, canvas, rows
 

@@ -9,16 +9,8 @@ import clover_struct
 from clover_struct.schemas import Notam
 from training import causal as C
 from training import train as T
-from training.tokenizer import corpus, train_tokenizer
 
 transformers = pytest.importorskip("transformers", reason="transformers is a test extra: pip install -e .[test]")
-
-
-@pytest.fixture(scope="module")
-def tokenizer_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
-    train_tokenizer(corpus(per_kind=30), vocab_size=600).save(str(path))
-    return path
 
 
 def args(out, tokenizer_path, *extra):

@@ -15,16 +15,9 @@ from clover_struct.api import prompt_ids
 from clover_struct.layout import build_canvas
 from training import train as T
 from training.generate import sample
-from training.tokenizer import SPECIAL_TOKENS, corpus, train_tokenizer
+from training.tokenizer import SPECIAL_TOKENS
 
 KINDS = {"notam": "Notam", "zone": "NoFlyZone", "dispatch": "DispatchMessage", "judgment": "DispatchJudgments"}
-
-
-@pytest.fixture(scope="module")
-def tokenizer_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
-    train_tokenizer(corpus(per_kind=30), vocab_size=600).save(str(path))
-    return path
 
 
 def args(out, tokenizer_path, *extra):
