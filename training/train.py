@@ -428,7 +428,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", default=None, help="tokenizer.json to use (default: train one)")
     p.add_argument("--mix", default=",".join(f"{k}={v}" for k, v in DEFAULT_MIX.items()))
     p.add_argument("--batch-tokens", type=int, default=4000, help="tokens per batch (prompts + canvases)")
-    # 1e-3: on a copy probe (recall a 12-token segment seen earlier in a random sequence)
+    # 1e-3: on training/probe_copy.py (recall a 12-token segment seen earlier in a sequence)
     # the mini config learned to copy after ~650 steps at 1e-3 and not within 1,000 at 3e-3,
     # and a 3e-3 run on the real data sat at ~43% on masked value tokens for 3,000 steps.
     p.add_argument("--lr", type=float, default=1e-3)

@@ -140,3 +140,11 @@ def test_copy_drills_batch_like_any_kind(tokenizer_path, tmp_path):
     assert kind == "copy" and rows and all(len(gold) == len(canvas) for _, gold in rows)
     loss, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
     assert torch.isfinite(loss) and stats["value"] > 0
+
+
+def test_copy_probe_runs_and_reports_when_copying_was_learned(capsys):
+    from training import probe_copy
+
+    out = probe_copy.probe("tiny", lr=1e-3, weight_decay=0.0, steps=3, every=1)
+    assert out["steps"] == 3 and out["learned_at"] is None and 0 <= out["final_accuracy"] <= 1
+    assert len(capsys.readouterr().out.splitlines()) == 3
