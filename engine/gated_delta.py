@@ -62,7 +62,7 @@ def _unit_lower_inverse(A):
 # Chunk length: work inside a chunk grows as C^2 (C^3 for the inverse), the sequential
 # loop as T/C. On CPU 16 is fastest by far: a [20, 4, 965, 32] scan took ~1.0 s with
 # C=64, ~0.3 s with 32 and ~0.1 s with 16 (1 thread), with the same error against
-# `recurrent` (< 1e-7); forward + backward of a training batch ~3x faster than with 64.
+# `recurrent` (< 1e-7); the scan's forward + backward in training ~3x faster than with 64.
 CHUNK = 16
 
 
