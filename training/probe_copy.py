@@ -7,7 +7,9 @@ and the segment again; the loss is on the repeat, which only recall by content c
 predict (all but its first token). Small models sit at chance for a while and then learn
 it abruptly; the step where that happens says whether the real training (where copying
 values out of a notice is most of the task) can get going within its budget. The last
-line is JSON: {"learned_at": first step with accuracy >= 0.5, or null, ...}.
+line is JSON: {"learned_at": first step with accuracy >= 0.5, or null, ...}. With
+--objective diffusion the repeat is a bidirectional block whose tail, after a random
+kept prefix, is masked: what the decoder asks of a slot it is filling.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def batch(generator: torch.Generator) -> torch.Tensor:
     return torch.cat([noise[:, :at], segment, noise[:, at:], torch.full((BATCH, 1), SEPARATOR), segment], 1)
 
 
-def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0, every: int = 50) -> dict:
+def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0, every: int = 50,
+          objective: str = "causal") -> dict:
     cfg = ModelConfig(vocab_size=VOCAB, mask_token_id=1, pad_token_id=0, eos_token_id=2, **CONFIGS[config])
     model = CloverModel(cfg).init_weights(torch.Generator().manual_seed(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
@@ -43,21 +46,28 @@ def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0
     learned_at, started = None, time.time()
     for step in range(1, steps + 1):
         seq = batch(data)
-        logits = model(seq, "causal")[:, -SEGMENT - 1:-1]
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), seq[:, -SEGMENT:].reshape(-1))
+        if objective == "causal":
+            logits = model(seq, "causal")[:, -SEGMENT - 1:-1]
+            loss = F.cross_entropy(logits.reshape(-1, VOCAB), seq[:, -SEGMENT:].reshape(-1))
+        else:   # the repeat is a block: a random prefix of it kept, the rest masked (a slot mid-decode)
+            kept = int(torch.randint(1, SEGMENT, (1,), generator=data))
+            noised = seq.clone()
+            noised[:, -SEGMENT + kept:] = cfg.mask_token_id
+            logits = model(noised, "block", block_len=SEGMENT)[:, -SEGMENT + kept:]
+            loss = F.cross_entropy(logits.reshape(-1, VOCAB), seq[:, -SEGMENT + kept:].reshape(-1))
         for group in opt.param_groups:
             group["lr"] = lr * min(1.0, step / 50)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        accuracy = (logits.argmax(-1) == seq[:, -SEGMENT:]).float().mean().item()
+        accuracy = (logits.argmax(-1) == seq[:, -logits.shape[1]:]).float().mean().item()
         if learned_at is None and accuracy >= 0.5:
             learned_at = step
         if step % every == 0 or step == steps:
             print(json.dumps({"step": step, "loss": round(loss.item(), 3), "accuracy": round(accuracy, 3),
                               "seconds": round(time.time() - started, 1)}), flush=True)
-    return {"config": config, "lr": lr, "weight_decay": weight_decay, "steps": steps, "learned_at": learned_at,
+    return {"config": config, "objective": objective, "lr": lr, "weight_decay": weight_decay, "steps": steps, "learned_at": learned_at,
             "final_accuracy": round(accuracy, 3)}
 
 
@@ -67,11 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--objective", choices=("causal", "diffusion"), default="causal",
+                   help="diffusion: the repeat is a block, masked after a random kept prefix")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
-    print(json.dumps(probe(args.config, args.lr, args.weight_decay, args.steps, args.seed)))
+    print(json.dumps(probe(args.config, args.lr, args.weight_decay, args.steps, args.seed,
+                           objective=args.objective)))
     return 0
 
 

@@ -145,6 +145,7 @@ def test_copy_drills_batch_like_any_kind(tokenizer_path, tmp_path):
 def test_copy_probe_runs_and_reports_when_copying_was_learned(capsys):
     from training import probe_copy
 
-    out = probe_copy.probe("tiny", lr=1e-3, weight_decay=0.0, steps=3, every=1)
-    assert out["steps"] == 3 and out["learned_at"] is None and 0 <= out["final_accuracy"] <= 1
-    assert len(capsys.readouterr().out.splitlines()) == 3
+    for objective in ("causal", "diffusion"):
+        out = probe_copy.probe("tiny", lr=1e-3, weight_decay=0.0, steps=3, every=1, objective=objective)
+        assert out["steps"] == 3 and out["learned_at"] is None and 0 <= out["final_accuracy"] <= 1
+        assert len(capsys.readouterr().out.splitlines()) == 3
