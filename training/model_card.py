@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .train import machine
+from .train import machine, parser
 
 NOTES = "<!-- notes: written by hand, kept when the card is rendered again -->"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -35,8 +35,13 @@ def training_summary(run: Path, hardware: str | None) -> dict:
     args = state["args"]
     command = f"python -m training.train --out runs/mini --config {args['config']}"
     command += f" --minutes {args['minutes']:g}" if args.get("minutes") else f" --steps {args['steps']}"
-    if args.get("block_size"):
-        command += f" --block-size {args['block_size']}"
+    defaults = vars(parser().parse_args(["--out", "runs/mini"]))
+    for key in ("block_size", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "objective"):
+        value = args.get(key, defaults[key])
+        if isinstance(value, dict):
+            value = ",".join(f"{k}={v:g}" for k, v in value.items())
+        if value != defaults[key]:   # only what differs from train.py's defaults, so the command reproduces the run
+            command += f" --{key.replace('_', '-')} {value}"
     return {"command": command, "steps": state["step"], "minutes": round(state["elapsed"] / 60, 1),
             "machine": state.get("machine") or hardware or machine(), "args": args,
             "last_log": log[-1] if log else None}
@@ -120,7 +125,7 @@ def write(run: Path, evaluation_file: Path, out: Path, hardware: str | None = No
 
 def render_dir(directory: Path) -> str:
     read = lambda name: json.loads((directory / name).read_text())  # noqa: E731
-    return render(read("config.json"), read("training.json"), json.loads((directory / "evaluation.json").read_text()))
+    return render(read("config.json"), read("training.json"), read("evaluation.json"))
 
 
 def main(argv: list[str] | None = None) -> int:
