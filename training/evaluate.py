@@ -81,16 +81,20 @@ def score(pairs, schema, model, names=None, batch_size=16) -> dict:
     started = time.perf_counter()
     preds = extract_many(texts, schema, model=model, batch_size=batch_size)
     hits = total = records = valid = 0
+    per_field = {k: 0 for k in names or ()}
     for gold, pred in zip(golds, preds):
         want = fields_of(gold, names)
         failed = isinstance(pred, ExtractionError)  # a failed record matches no field
         got = {} if failed else fields_of(pred, names)
         valid += not failed
-        ok = [not failed and same(got.get(k), v) for k, v in want.items()]
-        hits, total, records = hits + sum(ok), total + len(ok), records + all(ok)
+        ok = {k: not failed and same(got.get(k), v) for k, v in want.items()}
+        hits, total, records = hits + sum(ok.values()), total + len(ok), records + all(ok.values())
+        for k in per_field:
+            per_field[k] += ok[k]
     n = len(pairs)
     return {"n": n, "valid_rate": valid / n, "field_em": hits / max(total, 1), "record_em": records / n,
-            "seconds_per_record": (time.perf_counter() - started) / n}
+            "seconds_per_record": (time.perf_counter() - started) / n,
+            **({"per_field": {k: v / n for k, v in per_field.items()}} if names else {})}
 
 
 def real_reference(ref: dict) -> dict:

@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .train import machine, parser
+from .train import RUN_KEYS, machine, parser
 
 NOTES = "<!-- notes: written by hand, kept when the card is rendered again -->"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -36,7 +36,7 @@ def training_summary(run: Path, hardware: str | None) -> dict:
     command = f"python -m training.train --out runs/mini --config {args['config']}"
     command += f" --minutes {args['minutes']:g}" if args.get("minutes") else f" --steps {args['steps']}"
     defaults = vars(parser().parse_args(["--out", "runs/mini"]))
-    for key in ("block_size", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "objective"):
+    for key in (k for k in RUN_KEYS if k not in ("config", "steps", "minutes")):   # those are in already
         value = args.get(key, defaults[key])
         if isinstance(value, dict):
             value = ",".join(f"{k}={v:g}" for k, v in value.items())

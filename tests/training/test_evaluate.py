@@ -30,3 +30,13 @@ def test_scores_count_fields_and_records(monkeypatch):
     monkeypatch.setattr(ev, "extract_many", lambda *a, **k: [golds[0], ExtractionError("x", "no"), golds[2]])
     r = ev.score(pairs, type(golds[0]), model=None, names=ev.NOTAM_FIELDS)
     assert r["valid_rate"] == 2 / 3 and r["record_em"] == 2 / 3 and abs(r["field_em"] - 2 / 3) < 1e-9
+
+
+def test_scores_break_down_by_field(monkeypatch):
+    pairs = examples("notam", 2, 11)
+    golds = [g for _, g in pairs]
+    wrong = golds[1].model_copy(update={"fir": "ZZZZ" if golds[1].fir != "ZZZZ" else "YYYY"})
+    monkeypatch.setattr(ev, "extract_many", lambda *a, **k: [golds[0], wrong])
+    r = ev.score(pairs, type(golds[0]), model=None, names=ev.NOTAM_FIELDS)
+    assert r["per_field"]["fir"] == 0.5 and r["per_field"]["qcode"] == 1.0
+    assert set(r["per_field"]) == set(ev.NOTAM_FIELDS)

@@ -8,6 +8,7 @@ import random
 
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file
 
 import clover_struct
@@ -77,6 +78,21 @@ def test_a_block_step_noises_one_block_after_clean_history(tokenizer_path, tmp_p
         history = ids[:, :-n]
         assert (block == model.config.mask_token_id).any(1).all()     # every row has noise in the block
         assert not (history == model.config.mask_token_id).any()      # the history is clean
+
+
+def test_a_warm_step_predicts_every_slot_token_causally_from_the_clean_canvas(tokenizer_path, tmp_path):
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
+    _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0, causal=True)
+    _, canvas, rows = data.batch(0)
+    ids, pad, gold = T.collate(rows, model.config.pad_token_id)
+    slots = T.slot_index(canvas)[0] >= 0
+    with torch.no_grad():
+        logits = model(ids, "causal", pad=pad)[:, -len(canvas) - 1:-1]   # column t predicts t + 1
+    reference = F.cross_entropy(logits[:, slots].reshape(-1, logits.shape[-1]), gold[:, slots].reshape(-1))
+    print(f"warm-step loss {float(ce):.6f}, reference {float(reference):.6f}")
+    assert stats["masked"] == len(rows) * int(slots.sum())
+    assert float(ce) == pytest.approx(float(reference), abs=1e-5)
 
 
 def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
