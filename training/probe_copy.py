@@ -31,22 +31,22 @@ from .train import CONFIGS
 VOCAB, SEGMENT, NOISE, BATCH, SEPARATOR = 256, 12, 40, 32, 3
 
 
-def batch(generator: torch.Generator) -> torch.Tensor:
-    segment = torch.randint(10, VOCAB, (BATCH, SEGMENT), generator=generator)
-    noise = torch.randint(10, VOCAB, (BATCH, NOISE), generator=generator)
+def batch(generator: torch.Generator, alphabet: int = VOCAB - 10) -> torch.Tensor:
+    segment = torch.randint(10, 10 + alphabet, (BATCH, SEGMENT), generator=generator)
+    noise = torch.randint(10, 10 + alphabet, (BATCH, NOISE), generator=generator)
     at = int(torch.randint(0, NOISE - SEGMENT, (1,), generator=generator))
     return torch.cat([noise[:, :at], segment, noise[:, at:], torch.full((BATCH, 1), SEPARATOR), segment], 1)
 
 
 def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0, every: int = 50,
-          objective: str = "causal", warm: int = 0) -> dict:
+          objective: str = "causal", warm: int = 0, alphabet: int = VOCAB - 10) -> dict:
     cfg = ModelConfig(vocab_size=VOCAB, mask_token_id=1, pad_token_id=0, eos_token_id=2, **CONFIGS[config])
     model = CloverModel(cfg).init_weights(torch.Generator().manual_seed(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
     data = torch.Generator().manual_seed(seed + 1)
     learned_at, score, started = None, 0.0, time.time()
     for step in range(1, steps + 1):
-        seq = batch(data)
+        seq = batch(data, alphabet)
         causal = objective == "causal" or step <= warm or (objective == "mixed" and step % 2)
         if causal:
             logits = model(seq, "causal")[:, -SEGMENT - 1:-1]
@@ -72,7 +72,7 @@ def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0
             print(json.dumps({"step": step, "loss": round(loss.item(), 3), "accuracy": round(score, 3),
                               "seconds": round(time.time() - started, 1)}), flush=True)
     return {"config": config, "objective": objective, "lr": lr, "weight_decay": weight_decay, "steps": steps, "learned_at": learned_at,
-            "warm": warm, "final_accuracy": round(score, 3)}
+            "warm": warm, "alphabet": alphabet, "final_accuracy": round(score, 3)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,12 +85,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="diffusion: the repeat is a block, masked after a random kept prefix; mixed: "
                         "causal and diffusion steps alternate (scored on the diffusion steps)")
     p.add_argument("--warm", type=int, default=0, help="train causally for the first WARM steps")
+    p.add_argument("--alphabet", type=int, default=VOCAB - 10,
+                   help="distinct tokens the sequences draw from (notices are mostly 10 digits and 26 letters)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(json.dumps(probe(args.config, args.lr, args.weight_decay, args.steps, args.seed,
-                           objective=args.objective, warm=args.warm)))
+                           objective=args.objective, warm=args.warm, alphabet=args.alphabet)))
     return 0
 
 
