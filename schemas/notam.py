@@ -18,7 +18,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .units import TIME10, parse_q_coordinates, parse_yymmddhhmm
+from .units import Q_COORDINATES, TIME10, parse_q_coordinates, parse_yymmddhhmm
 
 NOTAM_ID = r"^[A-Z]?\d{1,4}/\d{2,4}$"  # A1234/23 (ICAO series/number/year), 07/215 (FAA)
 # Items F/G as published: SFC, GND, UNL, FL195, 1800FT AMSL, 150M AGL, 500 FT MSL.
@@ -55,7 +55,7 @@ class Notam(BaseModel):
         None, pattern=r"^\d{3}$", description="Q-line part 7: upper limit, three digits, e.g. 999; null if blank"
     )
     q_coordinates: str = Field(
-        pattern=r"^\d{4}[NS]\d{5}[EW]$", description="Q-line centre as written without radius, e.g. 4730N00845W"
+        pattern=Q_COORDINATES, description="Q-line centre as written without radius, e.g. 4730N00845W"
     )
     q_radius: str = Field(pattern=r"^\d{3}$", description="Q-line radius in NM, last three digits as written, e.g. 005")
     location: str = Field(

@@ -28,8 +28,15 @@ _YYMMDDHHMM = re.compile(r"^\d{10}$")
 # YYMMDDhhmm with a real month, day, hour and minute: the automaton then rules out
 # "0000000000"-like times (day 31 of a short month is still left to the validator).
 TIME10 = r"^\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])([01]\d|2[0-3])[0-5]\d$"
-LAT_PATTERN = r"^(\d{4}(\d{2}(\.\d{1,2})?)?[NS]|-?\d{1,2}(\.\d{1,7})?)$"
-LON_PATTERN = r"^(\d{5}(\d{2}(\.\d{1,2})?)?[EW]|-?\d{1,3}(\.\d{1,7})?)$"
+# Coordinates as written, with degrees, minutes and seconds in range digit by digit (a
+# model under these automata cannot write 61 minutes; 90 or 180 with minutes is left to
+# the validator).
+_MS = r"[0-5]\d"
+_LAT_DMS = rf"([0-8]\d|90){_MS}({_MS}(\.\d{{1,2}})?)?[NS]"
+_LON_DMS = rf"(0\d\d|1[0-7]\d|180){_MS}({_MS}(\.\d{{1,2}})?)?[EW]"
+LAT_PATTERN = rf"^({_LAT_DMS}|-?([0-8]?\d|90)(\.\d{{1,7}})?)$"
+LON_PATTERN = rf"^({_LON_DMS}|-?(1[0-7]\d|180|\d{{1,2}})(\.\d{{1,7}})?)$"
+Q_COORDINATES = rf"^([0-8]\d|90){_MS}[NS](0\d\d|1[0-7]\d|180){_MS}[EW]$"
 
 
 def dms_to_decimal(text: str) -> float:

@@ -41,7 +41,7 @@ def test_permanent_and_blank_parts():
         ({"q_lower": "100", "q_upper": "050"}, "below the lower"),
         ({"replaces": "K0400/31"}, "NOTAMR"),
         ({"valid_from_raw": "3102300000"}, "real date"),
-        ({"q_coordinates": "4467S07152E"}, "below 60"),
+        ({"q_coordinates": "4467S07152E"}, "should match pattern"),   # 67 minutes
     ],
 )
 def test_inconsistent_notices_are_rejected(change, message):
