@@ -71,7 +71,8 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         "notices, dispatch messages, linked-judgment cases), drawn fresh for every step from seeds of",
         "1,000,000 and up. Shares of steps: "
         + ", ".join(f"{k} {v:g}" for k, v in a["mix"].items())
-        + ". The held-out family (`notam_aftn`) is never drawn; no real notice is read in training.",
+        + " (`copy`: labelled-copy drills, `training/copying.py`). The held-out family (`notam_aftn`) is "
+        "never drawn; no real notice is read in training.",
         "",
         "## Training",
         "",
@@ -80,6 +81,10 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         f"- {t['steps']:,} steps in {t['minutes']:g} minutes; batches of about {a['batch_tokens']:,} tokens, "
         f"AdamW lr {a['lr']:g}",
     ]
+    if a.get("warm_steps"):
+        warm = a.get("warm_mix") or a["mix"]
+        lines.append(f"- the first {a['warm_steps']:,} steps are causal (next-token loss on every slot token of the "
+                     f"clean canvas) on {', '.join(f'{k} {v:g}' for k, v in warm.items())}; the rest block diffusion")
     if t.get("last_log"):
         last = t["last_log"]
         lines.append(f"- last logged loss {last['loss']:g}, accuracy on masked value tokens {last['acc_value']:g}")
@@ -91,6 +96,9 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
             record = f"{r['record_em']:.3f}" if "record_em" in r else "-"
             seconds = f"{r['seconds_per_record']:.2f}" if "seconds_per_record" in r else "-"
             lines.append(f"| {name} | {r['n']} | {r['valid_rate']:.3f} | {r['field_em']:.3f} | {record} | {seconds} |")
+    for name, r in evaluation.items():
+        if r and r.get("per_field"):
+            lines += ["", f"Per field, {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["per_field"].items()) + "."]
     j = evaluation.get("judgments")
     if j:
         lines += ["", f"Linked judgments ({j['n']} cases): accuracy {j['accuracy']:.3f} decided jointly "
