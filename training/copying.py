@@ -43,7 +43,7 @@ def _value(rng: random.Random) -> str:
 Copied = create_model(
     "Copied", __config__=ConfigDict(extra="forbid"),
     **{label.lower(): (Optional[str], Field(None, max_length=24, description=f"value after the {label} cue",
-                                            json_schema_extra={"max_tokens": 12})) for label in LABELS},
+                                            json_schema_extra={"max_tokens": 16})) for label in LABELS},
 )
 
 

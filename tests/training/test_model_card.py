@@ -25,7 +25,7 @@ def fake_run(path, minutes=12.5):
     save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(path / "model.safetensors"))
     (path / "tokenizer.json").write_text("{}")
     args = {"config": "tiny", "mix": {"notam": 0.5, "zone": 0.5}, "batch_tokens": 6000, "lr": 0.003,
-            "block_size": None, "minutes": minutes, "steps": None, "warm_steps": 600, "warm_mix": {"copy": 1.0}}
+            "block_size": None, "minutes": minutes, "steps": None, "warm_steps": 300, "warm_mix": {"copy": 0.5, "notam": 0.5}}
     (path / "train_state.json").write_text(json.dumps({"step": 1234, "elapsed": minutes * 60, "args": args}))
     (path / "train_log.jsonl").write_text(json.dumps({"step": 1230, "loss": 0.0312, "acc_value": 0.987}) + "\n")
 
@@ -39,7 +39,7 @@ def test_card_numbers_come_from_the_run_and_the_evaluation(tmp_path):
                    "| synthetic | 500 | 1.000 | 0.981 | 0.912 | 0.31 |", "accuracy 0.962 decided jointly (0 rule",
                    "0.950 answering each question on its own (7 cases", "synthetic field_em: 0.981 (target 0.97) met",
                    "heldout_family field_em: 0.871 (target 0.9) NOT met", "loss 0.0312",
-                   "--warm-steps 600 --warm-mix copy=1", "the first 600 steps are causal", "on copy 1;",
+                   "--warm-steps 300 --warm-mix copy=0.5,notam=0.5", "the first 300 steps are causal", "on copy 0.5, notam 0.5;",
                    "Per field, synthetic: fir 0.99, qcode 0.95."):
         assert needle in text, needle
     assert "real_dev" not in text   # absent sets are left out, not scored as zero
