@@ -9,8 +9,9 @@ of the SLOT positions (values and their pads; fixed spans stay clean) is replace
 mask token, either at random or, half the time, as the suffix of each slot (the state
 the decoder's left-to-right commits inside a slot produce). The loss is cross-entropy on
 the masked positions, plus a small MoE load-balancing term. The first --warm-steps steps
-read the clean canvas causally instead (next-token loss on every slot token): copying out
-of the prompt forms there within hundreds of steps, and the diffusion steps build on it.
+(600, of copy drills: --warm-mix) read the clean canvas causally instead, with next-token
+loss on every slot token: copying out of the prompt forms there within a few hundred
+steps, and the diffusion steps build on it.
 
 Every batch is a pure function of (seed, step): examples come from
 `generate.sample(kind, random.Random(seed))` with seeds from 1_000_000 up (evaluation
