@@ -1,10 +1,15 @@
-"""Train clover-mini's tokenizer: byte-level BPE with single-digit tokens and whole CJK characters.
+"""Train clover-mini's tokenizer: byte-level BPE with single digits, single capitals, whole CJK characters.
 
 - Byte level, so any UTF-8 text can be written exactly (layout.py refuses fixed text
   that does not round-trip, and slots may hold characters the corpus never showed).
 - Every digit is its own token (``Digits(individual_digits=True)``): coordinates,
   times and heights are copied digit by digit, and a number slot's automaton never
   has to reason about merged digit runs.
+- Every capital letter is its own token too: ICAO codes (`ZGZU`, `QRDCA`, item A
+  locations) are copied letter by letter, through 26 tokens the model sees all the
+  time. With letter pairs merged (`UH`, `QK`, ... several hundred rare tokens), a
+  model that copied dates and coordinates at ~90% copied 0 of 56 letter codes (copy
+  drills) and 0% of FIRs, Q-codes and locations. Texts cost 19-41% more tokens.
 - Each Han character is split off on its own before byte-level BPE, so frequent
   ones become whole tokens and a merge never spans two characters; rare ones stay
   as their bytes.
@@ -42,7 +47,7 @@ PROMPT_WORDS = "schema: {title}\ntext:\n{text}\nrecord:\n"
 def train_tokenizer(texts: Iterable[str], vocab_size: int = VOCAB_SIZE) -> HFTokenizer:
     tok = HFTokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(r"\p{Han}|\s"), behavior="isolated"),
+        pre_tokenizers.Split(Regex(r"\p{Han}|\s|[A-Z]"), behavior="isolated"),
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
     ])

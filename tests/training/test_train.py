@@ -37,6 +37,9 @@ def test_tokenizer_has_specials_digits_and_bytes(tokenizer_path):
         ids = tok.encode(text)
         assert b"".join(tok.token_bytes(i) for i in ids) == text.encode()
     assert all(len(tok.token_bytes(i)) == 1 for i in tok.encode("0123456789"))
+    code = tok.encode("ZGZU/QRDCA")   # capitals one by one, in the notice and in a slot alike
+    assert [tok.token_bytes(i) for i in code] == [bytes([c]) for c in b"ZGZU/QRDCA"]
+    assert tok.encode("ZGZU") == code[:4]
 
 
 @pytest.mark.parametrize("block", [None, "48"], ids=["one-block", "48-token-blocks"])
