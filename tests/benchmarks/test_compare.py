@@ -93,7 +93,9 @@ def test_forward_passes_count_what_each_variant_does(run, dirs):
     v = run[0]["variants"]
     joint = v["clover_joint"]["forward_passes_per_record"]
     assert v["one_token_per_step"]["forward_passes_per_record"] >= joint
-    assert v["fields_sequential"]["forward_passes_per_record"] >= joint
+    # (fields_sequential is not compared: on a random model the schedules decide a Notam's
+    # optional parts differently, so either may write more; test_decoder orders the
+    # schedules on a schema without optional parts)
     # the same steps without the prefill and the commits of every block but the last
     blocks = -(-len(build_canvas(Notam, load_model(dirs[0]).tokenizer)) // 64)
     assert blocks > 1 and v["no_prefix_cache"]["forward_passes_per_record"] == joint - blocks
