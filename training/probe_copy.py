@@ -47,7 +47,7 @@ def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0
     learned_at, score, started = None, 0.0, time.time()
     for step in range(1, steps + 1):
         seq = batch(data, alphabet)
-        causal = objective == "causal" or step <= warm or (objective == "mixed" and step % 2)
+        causal = objective == "causal" or step <= warm or (objective == "mixed" and step % 2 == 1)
         if causal:
             logits = model(seq, "causal")[:, -SEGMENT - 1:-1]
             loss = F.cross_entropy(logits.reshape(-1, VOCAB), seq[:, -SEGMENT:].reshape(-1))
