@@ -54,7 +54,7 @@ class MissionAssigned(_Task):
     mission_type: MissionType = Field(description="what the mission is")
     priority: Literal["routine", "priority", "urgent"] = Field("routine", description="stated priority; routine if none")
     destination: str = Field(
-        max_length=40, description="destination or site name as written", json_schema_extra={"max_tokens": 12}
+        max_length=40, description="destination or site name as written", json_schema_extra={"max_tokens": 40}
     )
 
 
@@ -78,7 +78,7 @@ class FlightHold(_Task):
     drone_id: str = Field(pattern=DRONE_ID, description="drone identifier as written")
     until_utc: Optional[time] = Field(None, description="hold until this time (UTC); null if until further notice")
     reason: Optional[str] = Field(
-        None, max_length=60, description="stated reason, briefly", json_schema_extra={"max_tokens": 16}
+        None, max_length=60, description="stated reason, briefly", json_schema_extra={"max_tokens": 28}
     )
 
 
