@@ -32,11 +32,12 @@ TIME10 = r"^\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])([01]\d|2[0-3])[0-5]\d$"
 # model under these automata cannot write 61 minutes; 90 or 180 with minutes is left to
 # the validator).
 _MS = r"[0-5]\d"
-_LAT_DMS = rf"([0-8]\d|90){_MS}({_MS}(\.\d{{1,2}})?)?[NS]"
-_LON_DMS = rf"(0\d\d|1[0-7]\d|180){_MS}({_MS}(\.\d{{1,2}})?)?[EW]"
+_LAT_DEG, _LON_DEG = r"([0-8]\d|90)", r"(0\d\d|1[0-7]\d|180)"
+_LAT_DMS = rf"{_LAT_DEG}{_MS}({_MS}(\.\d{{1,2}})?)?[NS]"
+_LON_DMS = rf"{_LON_DEG}{_MS}({_MS}(\.\d{{1,2}})?)?[EW]"
 LAT_PATTERN = rf"^({_LAT_DMS}|-?([0-8]?\d|90)(\.\d{{1,7}})?)$"
 LON_PATTERN = rf"^({_LON_DMS}|-?(1[0-7]\d|180|\d{{1,2}})(\.\d{{1,7}})?)$"
-Q_COORDINATES = rf"^([0-8]\d|90){_MS}[NS](0\d\d|1[0-7]\d|180){_MS}[EW]$"
+Q_COORDINATES = rf"^{_LAT_DEG}{_MS}[NS]{_LON_DEG}{_MS}[EW]$"
 
 
 def dms_to_decimal(text: str) -> float:

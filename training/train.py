@@ -220,14 +220,16 @@ def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = F
     first = random.Random(f"block/{seed}/{step}").choice(blocks)
     end = min(first + B, L)
     slot[:first] = slot[end:] = -1
-    generator = torch.Generator().manual_seed(TRAIN_SEED_BASE + seed * 1_000_000_000 + step)
-    masked = noise(slot, offset, len(rows), generator)[:, first:end]   # drawn on the CPU: the same on any device
+    if causal:   # every slot token is predicted
+        masked = (slot[first:end] >= 0).expand(len(rows), -1)
+    else:        # drawn on the CPU: the same on any device
+        generator = torch.Generator().manual_seed(TRAIN_SEED_BASE + seed * 1_000_000_000 + step)
+        masked = noise(slot, offset, len(rows), generator)[:, first:end]
     ids = ids[:, :ids.shape[1] - (L - end)]
     gold = gold[:, first:end]
     n = end - first
     ids, pad, gold, masked = (t.to(model.device) for t in (ids, pad, gold, masked))
-    if causal:   # every slot token predicted from the clean tokens before it: column t predicts t + 1
-        masked = (slot[first:end] >= 0).to(model.device).expand_as(masked)
+    if causal:   # from the clean tokens before it: column t predicts t + 1
         h = model.hidden(ids[:, :-1], mode="causal", pad=pad)[:, -n:][masked]
     else:
         ids[:, -n:] = torch.where(masked, cfg.mask_token_id, gold)
@@ -338,7 +340,7 @@ def train(args) -> Path:
         step, elapsed = 0, 0.0
     if args.steps is None and args.minutes is None:
         raise SystemExit("give --steps and/or --minutes")
-    mix = args.mix if isinstance(args.mix, dict) else parse_mix(args.mix)
+    mix = as_mix(args.mix)
     if args.objective == "causal":
         from . import causal   # it imports this module
         data_class, loss_of, model_type = causal.CausalData, causal.step_loss, causal.MODEL_TYPE
@@ -346,7 +348,7 @@ def train(args) -> Path:
         data_class, model_type = Data, "clover"
     data, warm_mix = data_class(model.tokenizer, mix, args.batch_tokens, args.seed), None
     if args.objective != "causal":
-        warm_mix = args.warm_mix if isinstance(args.warm_mix, dict) else parse_mix(args.warm_mix or "") or mix
+        warm_mix = as_mix(args.warm_mix) or mix
         warm_data = Data(model.tokenizer, warm_mix, args.batch_tokens, args.seed)
 
         def loss_of(model, balance, data, step, seed):
@@ -416,6 +418,11 @@ def train(args) -> Path:
     print(f"saved step {step} to {out} ({elapsed / 60:.1f} min, {data.skipped} examples over budget skipped)",
           flush=True)
     return out
+
+
+def as_mix(value: str | dict | None) -> dict[str, float]:
+    """A mix as given on the command line, or as a saved run already holds it."""
+    return value if isinstance(value, dict) else parse_mix(value or "")
 
 
 def parse_mix(text: str) -> dict[str, float]:
