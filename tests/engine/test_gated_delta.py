@@ -15,7 +15,7 @@ def inputs(B=2, H=3, T=50, dk=8, dv=6, seed=0):
     return q, k, v, decay, beta, state
 
 
-@pytest.mark.parametrize("T,chunk", [(50, 64), (50, 16), (64, 16), (1, 64)])
+@pytest.mark.parametrize("T,chunk", [(50, 64), (50, 16), (64, 16), (200, 64), (1, 64)])
 def test_chunked_equals_recurrent(close, T, chunk):
     q, k, v, g, beta, state = inputs(T=T)
     o_ref, s_ref = gated_delta.recurrent(q, k, v, g, beta, state)
