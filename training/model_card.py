@@ -35,6 +35,8 @@ def training_summary(run: Path, hardware: str | None) -> dict:
     args = state["args"]
     command = f"python -m training.train --out runs/mini --config {args['config']}"
     command += f" --minutes {args['minutes']:g}" if args.get("minutes") else f" --steps {args['steps']}"
+    if state.get("device", "cpu") != "cpu":
+        command += f" --device {state['device']}"
     defaults = vars(parser().parse_args(["--out", "runs/mini"]))
     for key in (k for k in RUN_KEYS if k not in ("config", "steps", "minutes")):   # those are in already
         value = args.get(key, defaults[key])

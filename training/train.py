@@ -365,6 +365,7 @@ def train(args) -> Path:
 
     def snapshot():
         save_checkpoint(model, opt, out, {"step": step, "elapsed": elapsed, "skipped": data.skipped, "machine": machine(),
+                                          "device": args.device,
                                           "args": {**{k: getattr(args, k) for k in RUN_KEYS}, "mix": mix,
                                                    "warm_mix": warm_mix}},
                         model_type)

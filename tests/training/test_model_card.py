@@ -18,7 +18,7 @@ EVALUATION = {
 }
 
 
-def fake_run(path, minutes=12.5):
+def fake_run(path, minutes=12.5, device=None):
     path.mkdir()
     config = ModelConfig(vocab_size=600, mask_token_id=1, pad_token_id=0, eos_token_id=2, **T.CONFIGS["tiny"])
     (path / "config.json").write_text(json.dumps(config.to_dict()))
@@ -26,7 +26,8 @@ def fake_run(path, minutes=12.5):
     (path / "tokenizer.json").write_text("{}")
     args = {"config": "tiny", "mix": {"notam": 0.5, "zone": 0.5}, "batch_tokens": 6000, "lr": 0.003,
             "block_size": None, "minutes": minutes, "steps": None, "warm_steps": 300, "warm_mix": {"copy": 0.5, "notam": 0.5}}
-    (path / "train_state.json").write_text(json.dumps({"step": 1234, "elapsed": minutes * 60, "args": args}))
+    state = {"step": 1234, "elapsed": minutes * 60, "args": args, **({"device": device} if device else {})}
+    (path / "train_state.json").write_text(json.dumps(state))
     (path / "train_log.jsonl").write_text(json.dumps({"step": 1230, "loss": 0.0312, "acc_value": 0.987}) + "\n")
 
 
@@ -57,3 +58,10 @@ def test_rendering_again_keeps_the_hand_written_notes(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps(better))
     text = MC.write(tmp_path / "run", tmp_path / "eval.json", tmp_path / "ship").read_text()
     assert "The polygons are weak." in text and "| 0.990 |" in text and text.count(MC.NOTES) == 1
+
+
+def test_the_command_names_the_device_of_a_gpu_run(tmp_path):
+    fake_run(tmp_path / "cpu")
+    fake_run(tmp_path / "gpu", device="cuda")
+    assert "--device" not in MC.training_summary(tmp_path / "cpu", None)["command"]
+    assert "--minutes 12.5 --device cuda" in MC.training_summary(tmp_path / "gpu", None)["command"]
