@@ -3,8 +3,8 @@ PY ?= python3
 
 .PHONY: demo test
 demo:
-	bash scripts/setup.sh
-	$(PY) benchmarks/step_cost.py
+	bash scripts/setup.sh demo
+	$(PY) examples/airspace_demo.py --out demo-output
 
 test:
 	bash scripts/setup.sh test

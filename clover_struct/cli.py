@@ -365,13 +365,14 @@ def parser() -> argparse.ArgumentParser:
 
 @command("demo", "airspace demo: 20 notices -> 3D no-fly zones, map and route check", MODEL, DEVICE,
          arg("--out", default=".", metavar="DIR", help="where zones.geojson and airspace.png go (default .)"),
-         arg("--batch-size", type=int, default=20, metavar="N", help="records decoded jointly (default 20)"))
+         arg("--batch-size", type=int, default=20, metavar="N", help="records decoded jointly (default 20)"),
+         arg("--baseline", action="store_true", help="also decode one token per step, for comparison (slow)"))
 def demo(args) -> int:
     from .demo import run
 
     if args.batch_size < 1:
         raise CliError("--batch-size must be at least 1")
-    run(load_model(args.model, args.device), out_dir=args.out, batch_size=args.batch_size)
+    run(load_model(args.model, args.device), out_dir=args.out, batch_size=args.batch_size, baseline=args.baseline)
     return 0
 
 

@@ -3,11 +3,12 @@
 # CPU torch 2.13.0 is installed first when no torch is present: a bare `torch`
 # requirement would otherwise pull a multi-GB CUDA build.
 #   scripts/setup.sh          runtime only
+#   scripts/setup.sh demo     plus the demo extra (matplotlib, for the figure)
 #   scripts/setup.sh test     plus the test extra (pytest, hypothesis, transformers, outlines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
 extra=""
-[ "${1:-}" = "test" ] && extra="[test]"
+case "${1:-}" in test) extra="[test]" ;; demo) extra="[demo]" ;; esac
 "$PY" -m pip install -q -e ".${extra}"

@@ -176,7 +176,7 @@ def model_dir(tmp_path_factory, toy_byte_tokenizer):
 
 def test_run_end_to_end_on_a_random_model(model_dir, tmp_path):
     out = io.StringIO()
-    summary = run(model_dir, tmp_path / "out", batch_size=10, stream=out)
+    summary = run(model_dir, tmp_path / "out", batch_size=10, baseline=True, stream=out)
     last = out.getvalue().strip().splitlines()[-1]
     assert json.loads(last) == summary and set(summary) == SUMMARY_KEYS
     assert summary["notices"] == 20 and 0 <= summary["zones"] <= 20
@@ -188,6 +188,12 @@ def test_run_end_to_end_on_a_random_model(model_dir, tmp_path):
     report = out.getvalue()
     failed = 20 - summary["zones"]
     assert report.count("FAILED:") == failed and "route check" in report
+
+
+def test_the_one_token_baseline_runs_only_when_asked(model_dir, tmp_path):
+    out = io.StringIO()
+    summary = run(model_dir, tmp_path / "out", batch_size=20, stream=out)
+    assert summary["one_token_forward_passes"] is None and "not run (--baseline" in out.getvalue()
 
 
 def test_main_reports_a_missing_model_in_one_line(tmp_path, capsys):

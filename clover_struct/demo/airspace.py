@@ -160,10 +160,13 @@ def _route_report(stream, crossings: list[Crossing], vols: dict) -> None:
                  + (f", on legs {', '.join(map(str, legs))}" if legs else ""))
 
 
-def run(model=None, out_dir=".", batch_size: int = 20, *, notices_path=NOTICES_PATH, stream=None) -> dict:
+def run(model=None, out_dir=".", batch_size: int = 20, *, baseline: bool = False, notices_path=NOTICES_PATH,
+        stream=None) -> dict:
     """Run the demo; print the report and, last, one JSON line; return that summary.
 
     model: None (the embedded clover-mini), a model directory, or a loaded model.
+    baseline: also decode one token per step, for comparison (several times the joint
+    decode's forward passes, minutes on 2 CPU cores; without it one_token_forward_passes is None).
     Writes zones.geojson and (with matplotlib) airspace.png into out_dir.
     """
     from clover_struct.errors import ExtractionError
@@ -181,7 +184,6 @@ def run(model=None, out_dir=".", batch_size: int = 20, *, notices_path=NOTICES_P
     # Joint first: the one-token run then reuses the automata's cached masks, which can only
     # flatter its time, never the joint decode's.
     joint, seconds, passes = _decode(model, texts, batch_size, "joint")
-    slow, slow_seconds, slow_passes = _decode(model, texts, batch_size, "one_token")
 
     vols, failed = {}, {}
     for n, (value, _) in zip(notices, joint):
@@ -193,12 +195,17 @@ def run(model=None, out_dir=".", batch_size: int = 20, *, notices_path=NOTICES_P
         except ValueError as e:   # a value the schema accepts but geometry cannot use
             failed[n["id"]] = f"geometry: {e}"
     committed = sum(t.tokens_committed for _, t in joint)
-    slow_committed = sum(t.tokens_committed for _, t in slow)
     batches = -(-len(texts) // batch_size)
     _say(stream, f"joint decode (threshold {JOINT_THRESHOLD}), {batches} batch(es) of up to {batch_size}: "
                  f"{passes} forward passes, {seconds:.2f} s, {committed / max(passes, 1):.1f} tokens per forward")
-    _say(stream, f"one token (or choice) per step, the most confident:  {slow_passes} forward passes, "
-                 f"{slow_seconds:.2f} s, {slow_committed / max(slow_passes, 1):.1f} tokens per forward")
+    slow_passes = None
+    if baseline:
+        slow, slow_seconds, slow_passes = _decode(model, texts, batch_size, "one_token")
+        slow_committed = sum(t.tokens_committed for _, t in slow)
+        _say(stream, f"one token (or choice) per step, the most confident:  {slow_passes} forward passes, "
+                     f"{slow_seconds:.2f} s, {slow_committed / max(slow_passes, 1):.1f} tokens per forward")
+    else:
+        _say(stream, "one token per step: not run (--baseline runs it for comparison)")
     _say(stream, f"per-record forward passes, summed over records (what decoding them one at a time "
                  f"would take): {sum(t.forward_passes for _, t in joint)}")
     _say(stream)
@@ -238,13 +245,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", metavar="DIR", help="model directory (default: the embedded clover-mini)")
     p.add_argument("--out", default=".", metavar="DIR", help="output directory (default: .)")
     p.add_argument("--batch-size", type=int, default=20, metavar="N", help="records decoded jointly (default 20)")
+    p.add_argument("--baseline", action="store_true", help="also decode one token per step, for comparison (slow)")
     args = p.parse_args(argv)
     if args.batch_size < 1:
         p.error("--batch-size must be at least 1")
     from clover_struct.errors import CloverError
 
     try:
-        run(args.model, args.out, args.batch_size)
+        run(args.model, args.out, args.batch_size, baseline=args.baseline)
     except (CloverError, ValueError, OSError) as e:
         print(f"airspace demo: error: {e}", file=sys.stderr)
         return 2
