@@ -1,0 +1,54 @@
+"""The clover-mini that ships in the package: it loads with no argument, stays within
+its size, extracts a notice it never saw, and its card is what its files say."""
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+import clover_struct
+from clover_struct import extract
+from clover_struct.schemas import Notam
+
+SHIPPED = Path(clover_struct.__file__).parent / "models" / "clover-mini"
+
+# Written for this test (not generated, not from a real service): a Guangzhou-FIR
+# danger-area NOTAM in the common ICAO layout.
+NOTICE = """B0417/32 NOTAMN
+Q) ZGZU/QRDCA/IV/BO/W/000/030/2308N11319E005
+A) ZGGG B) 3203150100 C) 3203151100
+E) DANGER AREA ACTIVATED FOR LIVE FIRING WI 3NM RADIUS OF 230812N 1131930E.
+F) SFC G) 3000FT AMSL"""
+
+
+@pytest.fixture(scope="module")
+def model():
+    return clover_struct.load_model()
+
+
+def test_ships_within_its_size_and_loads_with_no_argument(model):
+    size = sum(f.stat().st_size for f in SHIPPED.iterdir())
+    print(f"shipped clover-mini: {size / 1e6:.1f} MB in {len(list(SHIPPED.iterdir()))} files")
+    assert size <= 40e6
+    assert model.source is not None and Path(model.source).resolve() == SHIPPED.resolve()
+    assert model.config.mask_token_id is not None and model.config.num_experts > 1
+    assert "linear_attention" in model.config.layer_types and "full_attention" in model.config.layer_types
+
+
+def test_extracts_a_notice_it_never_saw(model):
+    n = extract(NOTICE, Notam, model=model)
+    got = {k: getattr(n, k) for k in ("notam_id", "fir", "qcode", "traffic", "purpose", "scope", "lower_fl",
+                                      "upper_fl", "radius_nm", "location", "valid_from", "valid_to", "permanent",
+                                      "estimated", "schedule", "lower", "upper")}
+    assert got == {"notam_id": "B0417/32", "fir": "ZGZU", "qcode": "QRDCA", "traffic": "IV", "purpose": "BO",
+                   "scope": "W", "lower_fl": 0, "upper_fl": 30, "radius_nm": 5, "location": "ZGGG",
+                   "valid_from": datetime(2032, 3, 15, 1, 0, tzinfo=timezone.utc),
+                   "valid_to": datetime(2032, 3, 15, 11, 0, tzinfo=timezone.utc), "permanent": False,
+                   "estimated": False, "schedule": None, "lower": "SFC", "upper": "3000FT AMSL"}
+    assert abs(n.center_lat - (23 + 8 / 60)) < 1e-6 and abs(n.center_lon - (113 + 19 / 60)) < 1e-6
+
+
+def test_the_card_is_rendered_from_the_shipped_training_and_evaluation_files():
+    from training.model_card import render_dir
+
+    assert render_dir(SHIPPED) in (SHIPPED / "MODEL_CARD.md").read_text()
