@@ -7,8 +7,9 @@ from clover_struct.engine.model import CloverModel
 
 def assert_close(actual, expected, name: str, atol: float):
     diff = (actual.float() - expected.float()).abs()
-    print(f"{name}: max diff {diff.max():.3g}, mean diff {diff.mean():.3g} (atol {atol:.3g})")
-    assert diff.max() <= atol, f"{name}: max diff {diff.max():.3g}, mean diff {diff.mean():.3g} (atol {atol})"
+    size = f"{name}: max diff {diff.max():.3g}, mean diff {diff.mean():.3g} (atol {atol:.3g})"
+    print(size)
+    assert diff.max() <= atol, size
 
 
 @pytest.fixture
