@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from .constraints import compile_canvas
-from .decoder import Trace, alternatives, decode
+from .decoder import Trace, alternatives, cost, decode
 from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
 from .layout import build_canvas
 
@@ -127,7 +127,7 @@ def _nearest(slot, value):
 
 def _fallbacks(row, i):
     """Next-best complete values of slot i: the model's, then the nearest valid one."""
-    yield from alternatives(row, i)
+    yield from (ids for _, ids in alternatives(row, i))
     canvas, s = row.canvas, row.canvas.slots[i]
     try:
         value = _nearest(s, s.value(canvas.slot_text(row.ids, i)))
@@ -153,7 +153,9 @@ def _finish(row) -> Any:
             return canvas.validate(row.ids)
         except ExtractionError as e:
             i = _slot_of(canvas, e.path)
-            if i is None or i in tried or canvas.slots[i].kind == "choice":
+            if i is None:   # a check across fields (a model validator)
+                return _repair_record(row, e)
+            if i in tried or canvas.slots[i].kind == "choice":
                 raise
             tried.add(i)
             s = canvas.slots[i]
@@ -169,6 +171,31 @@ def _finish(row) -> Any:
             else:
                 raise ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
     raise ExtractionError("", "could not produce a valid record")
+
+
+def _repair_record(row, error: ExtractionError, per_slot: int = 8, pops: int = 1024) -> Any:
+    """A check across fields failed: make the single-field change the model finds least
+    unlikely (its cost over the decoded value's) that gives a valid record, or re-raise.
+    Candidates: values of written slots made of tokens the model ranked there."""
+    canvas, best = row.canvas, None
+    for i, s in enumerate(canvas.slots):
+        if canvas.is_empty(row.ids, i):
+            continue
+        own = cost(row, i, row.ids[s.start:s.end])
+        for alt_cost, alt in alternatives(row, i, limit=per_slot, pops=pops, ranked_only=True):
+            if best is not None and alt_cost - own >= best[0]:
+                break   # best first: nothing later in this slot can do better
+            trial = row.ids[:s.start] + alt + row.ids[s.end:]
+            try:
+                record = canvas.validate(trial)
+            except ExtractionError:
+                continue
+            best = (alt_cost - own, trial, record)
+            break
+    if best is None:
+        raise error
+    row.ids = best[1]
+    return best[2]
 
 
 def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, trace: bool = False,

@@ -347,30 +347,52 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     return rows
 
 
-def alternatives(row: _Row, i, limit: int = 64, pops: int = 4096):
-    """Other complete token sequences for slot i, best first, each accepted by the slot's
-    automaton: the fallbacks tried when the decoded value fails a check a regex cannot
-    express. A token scores its remembered log-prob at that position; tokens the
+def _scores(row: _Row, position: int) -> tuple[dict[int, float], float]:
+    """The remembered log-probs at a position, and the score of a token not among them."""
+    values, ids = row.top.get(position, ([], []))
+    ranked = {t: v for v, t in zip(values, ids) if math.isfinite(v)}
+    return ranked, min(ranked.values(), default=0.0) - UNRANKED
+
+
+def cost(row: _Row, i, seq) -> float:
+    """How unlikely the model rated `seq` as slot i's tokens (minus its summed log-probs),
+    on the scale `alternatives` orders by; pads after the first count nothing."""
+    total, pad = 0.0, row.canvas.pad_id
+    for k, t in enumerate(seq):
+        ranked, floor = _scores(row, row.canvas.slots[i].start + k)
+        total -= ranked.get(t, floor)
+        if t == pad:
+            break
+    return total
+
+
+def alternatives(row: _Row, i, limit: int = 64, pops: int = 4096, ranked_only: bool = False):
+    """Other complete token sequences for slot i, best first, as (cost, tokens), each accepted
+    by the slot's automaton: the fallbacks tried when the decoded value fails a check a regex
+    cannot express. A token scores its remembered log-prob at that position; tokens the
     model did not rank in its top few score below all of those (UNRANKED), so every
-    value the automaton accepts is reachable, likely ones first."""
+    value the automaton accepts is reachable, likely ones first; ranked_only: only the
+    tokens the model ranked, where it ranked any, and the end of the value (a much smaller search)."""
     s, a, pad = row.canvas.slots[i], row.automata[i], row.canvas.pad_id
     if row.state[i] is None:  # choice slots have no alternatives beyond their candidates
         return
+    # Entries hold the state BEFORE their last token: the automaton steps only for the
+    # sequences popped, not for every token pushed.
     heap = [(0.0, (), a.initial)]
     found = 0
     while heap and found < limit and pops > 0:
         pops -= 1
-        cost, seq, state = heapq.heappop(heap)
+        total, seq, state = heapq.heappop(heap)
         k = len(seq)
         if k == s.budget or (seq and seq[-1] == pad):
             out = list(seq) + [pad] * (s.budget - k)
             if out != row.ids[s.start:s.end]:
                 found += 1
-                yield out
+                yield total, out
             continue
-        values, ids = row.top.get(s.start + k, ([], []))
-        ranked = {t: v for v, t in zip(values, ids) if math.isfinite(v)}
-        floor = min(ranked.values(), default=0.0) - UNRANKED
+        if seq:
+            state = a.next(state, seq[-1])
+        ranked, floor = _scores(row, s.start + k)
         for t in a.allowed(state, s.budget - k).tolist():
-            nxt = state if t == pad else a.next(state, t)
-            heapq.heappush(heap, (cost - ranked.get(t, floor), seq + (t,), nxt))
+            if t in ranked or t == pad or not (ranked_only and ranked):   # never-scored positions: any
+                heapq.heappush(heap, (total - ranked.get(t, floor), seq + (t,), state))

@@ -25,7 +25,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from pydantic import Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
 
 from clover_struct import ExtractionError, SchemaError, extract_many
 from clover_struct.engine.config import preset
@@ -206,13 +206,13 @@ def test_any_schema_any_text_gives_a_valid_instance(models):
 class _Biased:
     """A tiny model that rates `token` far above every other token: a reproducer's puppet."""
 
-    def __init__(self, model, token: int):
-        self.model, self.token, self.config, self.tokenizer = model, token, model.config, model.tokenizer
+    def __init__(self, model, token: int, bias: float = 100.0):
+        self.model, self.token, self.bias, self.config, self.tokenizer = model, token, bias, model.config, model.tokenizer
         self.device, self.prefill, self.commit = model.device, model.prefill, model.commit
 
     def step(self, ids, cache, at=None):
         logits = self.model.step(ids, cache, at=at)
-        logits[..., self.token] += 100.0
+        logits[..., self.token] += self.bias
         return logits
 
 
@@ -242,3 +242,35 @@ def test_a_required_item_with_only_optional_content_is_kept(models):
     outer = create_model("Outer", mids=(Annotated[list[mid], Field(min_length=1, max_length=1)], ...))
     result, = extract_many(["some text"], outer, model=_Biased(models[0], models[0].config.pad_token_id))
     assert isinstance(result, outer), result
+
+
+class _Range(BaseModel):
+    lo: int
+    hi: int
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.hi <= self.lo:
+            raise ValueError(f"hi {self.hi} is not above lo {self.lo}")
+        return self
+
+
+class _Never(BaseModel):
+    lo: int
+
+    @model_validator(mode="after")
+    def _refuse(self):
+        raise ValueError("never valid")
+
+
+# A check across fields (a model validator) is repaired by the single-field change the model
+# finds least unlikely (the puppet writes 7s, with 1s its second choice, so lo == hi until one
+# of them changes), or the record fails with the validator's reason.
+def test_a_check_across_fields_is_repaired_by_one_field_or_reported(models):
+    seven, one = (models[0].tokenizer.encode(d)[0] for d in "71")
+    biased = _Biased(_Biased(models[0], one, 50.0), seven)
+    r, = extract_many(["some text"], _Range, model=biased)
+    assert isinstance(r, _Range) and r.hi > r.lo, r
+    assert 777777777777 in (r.lo, r.hi)   # one field kept what the model wrote
+    e, = extract_many(["some text"], _Never, model=biased)
+    assert isinstance(e, ExtractionError) and "never valid" in str(e)
