@@ -393,6 +393,8 @@ def alternatives(row: _Row, i, limit: int = 64, pops: int = 4096, ranked_only: b
         if seq:
             state = a.next(state, seq[-1])
         ranked, floor = _scores(row, s.start + k)
-        for t in a.allowed(state, s.budget - k).tolist():
-            if t in ranked or t == pad or not (ranked_only and ranked):   # never-scored positions: any
-                heapq.heappush(heap, (total - ranked.get(t, floor), seq + (t,), state))
+        tokens = a.allowed(state, s.budget - k).tolist()
+        if ranked_only and ranked:   # a position never scored keeps every token
+            tokens = [t for t in tokens if t in ranked or t == pad]
+        for t in tokens:
+            heapq.heappush(heap, (total - ranked.get(t, floor), seq + (t,), state))

@@ -207,7 +207,8 @@ class _Biased:
     """A tiny model that rates `token` far above every other token: a reproducer's puppet."""
 
     def __init__(self, model, token: int, bias: float = 100.0):
-        self.model, self.token, self.bias, self.config, self.tokenizer = model, token, bias, model.config, model.tokenizer
+        self.model, self.token, self.bias = model, token, bias
+        self.config, self.tokenizer = model.config, model.tokenizer
         self.device, self.prefill, self.commit = model.device, model.prefill, model.commit
 
     def step(self, ids, cache, at=None):
