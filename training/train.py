@@ -21,6 +21,8 @@ no pickle). The held-out family is never drawn; /work/shared/data is never read.
 
     python -m training.train --out runs/mini --minutes 170   # writes the clover-mini dir
     python -m training.train --out runs/mini --resume         # continues a stopped run
+    python -m training.train --out runs/mini2 --init runs/mini --seed 1 --warm-steps 0 --minutes 90
+                                                              # a second stage from runs/mini's weights
     python -m training.train --out runs/twin --objective causal --minutes 150   # the AR twin (causal.py)
 
 DIR ends up holding config.json, model.safetensors, tokenizer.json (the model: copy these
@@ -276,12 +278,14 @@ def save_checkpoint(model, opt, out: Path, state: dict, model_type: str = "clove
     tmp.rmdir()
 
 
-def load_checkpoint(out: Path, args, device=torch.device("cpu")):
+def load_checkpoint(out: Path, args, device=torch.device("cpu"), optimizer: bool = True):
     state = json.loads((out / "train_state.json").read_text())
     tok = Tokenizer.from_file(out / "tokenizer.json")
     model = CloverModel(ModelConfig.from_file(out / "config.json"), tok)
     model.load_state_dict(load_file(str(out / "model.safetensors")))
     model.to(device)
+    if not optimizer:
+        return model, None, state
     opt = make_optimizer(model, args)
     flat = load_file(str(out / "optimizer.safetensors"))
     for n, p in model.named_parameters():   # AdamW keeps `step` on the CPU, the moments beside the weight
@@ -319,7 +323,7 @@ def machine() -> str:
 
 
 RUN_KEYS = ("config", "block_size", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "steps", "minutes",
-            "objective", "warm_steps", "warm_mix")
+            "objective", "warm_steps", "warm_mix", "init")
 
 
 def train(args) -> Path:
@@ -334,10 +338,15 @@ def train(args) -> Path:
             if not (k in ("steps", "minutes") and getattr(args, k) is not None):
                 setattr(args, k, saved.get(k, getattr(args, k)))
         model, opt, state = load_checkpoint(out, args, torch.device(args.device))
-        step, elapsed = state["step"], state["elapsed"]
+        step, elapsed, before = state["step"], state["elapsed"], state.get("before")
+    elif args.init:   # a new stage: the earlier run's weights, a fresh optimizer and schedule
+        model, _, before = load_checkpoint(Path(args.init), args, torch.device(args.device), optimizer=False)
+        log = (Path(args.init) / "train_log.jsonl").read_text().splitlines()
+        before["last_log"] = json.loads(log[-1]) if log else None
+        opt, step, elapsed = make_optimizer(model, args), 0, 0.0
     else:
         model, opt = build(args, out, torch.device(args.device))
-        step, elapsed = 0, 0.0
+        step, elapsed, before = 0, 0.0, None
     if args.steps is None and args.minutes is None:
         raise SystemExit("give --steps and/or --minutes")
     mix = as_mix(args.mix)
@@ -365,7 +374,7 @@ def train(args) -> Path:
 
     def snapshot():
         save_checkpoint(model, opt, out, {"step": step, "elapsed": elapsed, "skipped": data.skipped, "machine": machine(),
-                                          "device": args.device,
+                                          "device": args.device, "before": before,
                                           "args": {**{k: getattr(args, k) for k in RUN_KEYS}, "mix": mix,
                                                    "warm_mix": warm_mix}},
                         model_type)
@@ -440,6 +449,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="run directory (model, optimizer state, log)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--init", default=None,
+                   help="start from the weights (and tokenizer) of the run in this directory, with a new optimizer "
+                        "and lr schedule: a second training stage (give a new --seed for new examples)")
     p.add_argument("--minutes", type=float, default=None, help="stop after this much training time (all runs)")
     p.add_argument("--steps", type=int, default=None,
                    help="stop at this step; also the lr schedule's horizon (else --minutes is)")

@@ -18,7 +18,7 @@ EVALUATION = {
 }
 
 
-def fake_run(path, minutes=12.5, device=None):
+def fake_run(path, minutes=12.5, device=None, before=None):
     path.mkdir()
     config = ModelConfig(vocab_size=600, mask_token_id=1, pad_token_id=0, eos_token_id=2, **T.CONFIGS["tiny"])
     (path / "config.json").write_text(json.dumps(config.to_dict()))
@@ -27,6 +27,10 @@ def fake_run(path, minutes=12.5, device=None):
     args = {"config": "tiny", "mix": {"notam": 0.5, "zone": 0.5}, "batch_tokens": 6000, "lr": 0.003,
             "block_size": None, "minutes": minutes, "steps": None, "warm_steps": 300, "warm_mix": {"copy": 0.5, "notam": 0.5}}
     state = {"step": 1234, "elapsed": minutes * 60, "args": args, **({"device": device} if device else {})}
+    if before:   # a second stage (train.py --init): the first one's state rides along
+        first = json.loads((before / "train_state.json").read_text())
+        state["before"] = {**first, "last_log": {"loss": 0.5, "acc_value": 0.7}}
+        args.update(init="runs/first", seed=1, warm_steps=0, lr=0.0005)
     (path / "train_state.json").write_text(json.dumps(state))
     (path / "train_log.jsonl").write_text(json.dumps({"step": 1230, "loss": 0.0312, "acc_value": 0.987}) + "\n")
 
@@ -65,3 +69,17 @@ def test_the_command_names_the_device_of_a_gpu_run(tmp_path):
     fake_run(tmp_path / "gpu", device="cuda")
     assert "--device" not in MC.training_summary(tmp_path / "cpu", None)["command"]
     assert "--minutes 12.5 --device cuda" in MC.training_summary(tmp_path / "gpu", None)["command"]
+
+
+def test_a_second_stage_card_gives_both_commands(tmp_path):
+    fake_run(tmp_path / "first", device="cuda")
+    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first")
+    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
+    text = MC.write(tmp_path / "second", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores").read_text()
+    first, _, second = text.partition("- stage 2: ")
+    assert "- stage 1: `python -m training.train --out runs/first --config tiny --minutes 12.5 --device cuda" in first
+    assert "loss 0.5, accuracy on masked value tokens 0.7" in first and "the first 300 steps are causal" in first
+    assert "`python -m training.train --out runs/mini --config tiny --minutes 90" in second
+    assert "--seed 1" in second and "--warm-steps 0" in second and "--init runs/first" in second
+    assert "from the weights and tokenizer of stage 1" in second and "lr 0.0005" in second
+    assert "loss 0.0312" in second and "causal" not in second.partition("## Scores")[0]

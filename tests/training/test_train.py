@@ -4,6 +4,7 @@ The tokenizer is trained by the same function as the real one, on a small corpus
 the layout checks here exercise its pre-tokenizer and special tokens.
 """
 
+import json
 import random
 
 import pytest
@@ -125,6 +126,21 @@ def test_resume_continues_exactly(tokenizer_path, tmp_path):
     assert worst <= 1e-6, f"resumed weights differ from an uninterrupted run by {worst:.3g}"
     log = (tmp_path / "split" / "train_log.jsonl").read_text().splitlines()
     assert len(log) == 4
+
+
+def test_a_second_stage_starts_from_the_first_runs_weights_and_remembers_it(tokenizer_path, tmp_path):
+    T.train(args(tmp_path / "first", tokenizer_path, "--steps", "2"))
+    second = args(tmp_path / "second", tokenizer_path, "--init", str(tmp_path / "first"), "--seed", "1", "--steps", "0")
+    T.train(second)
+    a = load_file(str(tmp_path / "first" / "model.safetensors"))
+    b = load_file(str(tmp_path / "second" / "model.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    T.train(args(tmp_path / "second", tokenizer_path, "--resume", "--steps", "2"))
+    state = json.loads((tmp_path / "second" / "train_state.json").read_text())
+    assert state["step"] == 2 and state["args"]["init"] == str(tmp_path / "first") and state["args"]["seed"] == 1
+    assert state["before"]["step"] == 2 and state["before"]["last_log"]["step"] == 2   # the first stage, for the card
+    b = load_file(str(tmp_path / "second" / "model.safetensors"))
+    assert any(not torch.equal(a[k], b[k]) for k in a)
 
 
 def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_path):
