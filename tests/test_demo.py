@@ -160,6 +160,26 @@ def test_figure_is_written(gold_volumes, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
 
 
+def test_a_zone_far_larger_than_the_rest_is_cut_at_the_map_edge_instead_of_framing_it(gold_volumes, tmp_path):
+    pytest.importorskip("matplotlib")
+    from clover_struct.demo.plot import figure, frame
+
+    # a unit slip: 800 KM where the notice meant 800 M; and a zone 5 degrees away
+    huge = NoFlyZone(area=circle("31.3450", "121.7570", 800, "KM"), floor=SFC, ceiling=None,
+                     valid_from_raw="3106140000", uas_only=False, reason="unit slip")
+    far = NoFlyZone(area=circle("36.3450", "121.7570", 2, "KM"), floor=SFC, ceiling=None,
+                    valid_from_raw="3106140000", uas_only=False, reason="elsewhere")
+    vols = gold_volumes + volumes([("huge", huge), ("far", far)])
+    x0, y0, x1, y1 = extent = frame(vols, ROUTE)
+    assert extent == frame(gold_volumes, ROUTE)
+    assert x1 - x0 < 1 and y1 - y0 < 1   # degrees: the route's neighbourhood, not 1,600 km
+    for v in gold_volumes:   # every zone near the route is whole on the map
+        a, b, c, d = v.footprint.bounds
+        assert x0 <= a and c <= x1 and y0 <= b and d <= y1, v.id
+    assert all(x0 <= w.lon <= x1 and y0 <= w.lat <= y1 for w in ROUTE)
+    assert figure(vols, ROUTE, check_route(ROUTE, vols), tmp_path / "airspace.png").stat().st_size > 50_000
+
+
 # -- end to end on a tiny random model ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, toy_byte_tokenizer):

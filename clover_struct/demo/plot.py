@@ -10,10 +10,13 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from shapely.geometry import Polygon, box
+
 from .zones import BANDS, Crossing, Volume, Waypoint, inside, samples
 
 CAP_M = 1000.0          # 3D tops: higher or unlimited ceilings are cut here (dotted top edge)
-FAR_DEG = 1.5           # zones farther than this from the route's box are left off the map
+FAR_DEG = 0.5           # the map grows to hold zones within this of the route's box; larger ones are cut
+MARGIN = 0.07           # of the map's extent on each side: room for the waypoint labels
 COLOURS = ("#a1dab4", "#41b6c4", "#2c7fb8", "#253494")   # one per BANDS entry, low to high
 CONFLICT = "#d7191c"
 
@@ -43,27 +46,51 @@ def _conflict_points(route: list[Waypoint], vols: list[Volume], crossings: list[
     return runs
 
 
-def _near(v: Volume, box: tuple[float, float, float, float]) -> bool:
-    x0, y0, x1, y1 = v.footprint.bounds
-    return x1 > box[0] - FAR_DEG and x0 < box[2] + FAR_DEG and y1 > box[1] - FAR_DEG and y0 < box[3] + FAR_DEG
+def frame(vols: list[Volume], route: list[Waypoint]) -> tuple[float, float, float, float]:
+    """The map's extent (lon0, lat0, lon1, lat1): the route's box grown to hold every zone that
+    lies within FAR_DEG of it, plus a margin. A zone reaching farther (say one extracted with
+    the wrong unit, hundreds of km wide) is cut at the map's edge instead of shrinking the rest."""
+    x0, y0 = min(w.lon for w in route), min(w.lat for w in route)
+    x1, y1 = max(w.lon for w in route), max(w.lat for w in route)
+    reach = box(x0 - FAR_DEG, y0 - FAR_DEG, x1 + FAR_DEG, y1 + FAR_DEG)
+    for v in vols:
+        if reach.contains(v.footprint):
+            a, b, c, d = v.footprint.bounds
+            x0, y0, x1, y1 = min(x0, a), min(y0, b), max(x1, c), max(y1, d)
+    dx, dy = MARGIN * (x1 - x0), MARGIN * (y1 - y0)
+    return x0 - dx, y0 - dy, x1 + dx, y1 + dy
+
+
+def _visible(v: Volume, extent) -> list[Polygon]:
+    """The pieces of v's footprint inside the map (all of it, for most zones)."""
+    part = v.footprint.intersection(box(*extent))
+    return [p for p in getattr(part, "geoms", [part]) if isinstance(p, Polygon) and not p.is_empty]
+
+
+def _whole(v: Volume, extent) -> bool:
+    """v lies on the map in full (else it is cut at the edge, and named in the title, not labelled)."""
+    return box(*extent).contains(v.footprint)
 
 
 def _active(v: Volume, route: list[Waypoint]) -> bool:
     return v.active_during(route[0].time, route[-1].time)
 
 
-def _map(ax, vols, route, runs, active):
+def _map(ax, vols, route, runs, active, extent):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.patches import Polygon as PolygonPatch
 
     for v in vols:
-        xy = list(v.footprint.exterior.coords)
         on = active[v.id]
-        ax.add_patch(PolygonPatch(xy, closed=True, facecolor=COLOURS[v.band], alpha=0.45 if on else 0.15,
-                                  edgecolor="none", hatch="///" if v.floor_m > 0 else None))
-        ax.add_patch(PolygonPatch(xy, closed=True, fill=False, edgecolor=COLOURS[v.band] if on else "0.45",
-                                  linewidth=1.4, linestyle="-" if on else "--"))
+        for piece in _visible(v, extent):
+            xy = list(piece.exterior.coords)
+            ax.add_patch(PolygonPatch(xy, closed=True, facecolor=COLOURS[v.band], alpha=0.45 if on else 0.15,
+                                      edgecolor="none", hatch="///" if v.floor_m > 0 else None))
+            ax.add_patch(PolygonPatch(xy, closed=True, fill=False, edgecolor=COLOURS[v.band] if on else "0.45",
+                                      linewidth=1.4, linestyle="-" if on else "--"))
+        if not _whole(v, extent):
+            continue
         # Labels sit on the north edge, clear of the route that crosses the middle.
         x, top = v.footprint.centroid.x, v.footprint.bounds[3]
         ax.annotate(f"{v.id}  {_short(v)}", (x, top), textcoords="offset points", xytext=(0, 2), ha="center",
@@ -79,8 +106,8 @@ def _map(ax, vols, route, runs, active):
     for run in runs:
         ax.plot([p.lon for p in run], [p.lat for p in run], "-", color=CONFLICT, linewidth=4, zorder=5.5)
     ax.set_aspect(1 / math.cos(math.radians(sum(lat) / len(lat))))   # equal ground distances
-    ax.margins(0.07)   # room for the waypoint labels at the ends of the route
-    ax.autoscale_view()
+    ax.set_xlim(extent[0], extent[2])
+    ax.set_ylim(extent[1], extent[3])
     ax.set_xlabel("longitude (° E)")
     ax.set_ylabel("latitude (° N)")
     ax.grid(True, linewidth=0.3, alpha=0.5)
@@ -92,31 +119,33 @@ def _map(ax, vols, route, runs, active):
     return handles
 
 
-def _prism(v: Volume):
-    """Faces of the footprint extruded from floor to ceiling (cut at CAP_M): walls, bottom, top."""
-    ring = list(v.footprint.exterior.coords)
+def _prism(v: Volume, piece: Polygon):
+    """Faces of a piece of v's footprint extruded from floor to ceiling (cut at CAP_M): walls, bottom, top."""
+    ring = list(piece.exterior.coords)
     lo, hi = min(v.floor_m, CAP_M), min(CAP_M if v.ceiling_m is None else v.ceiling_m, CAP_M)
     walls = [[(x0, y0, lo), (x1, y1, lo), (x1, y1, hi), (x0, y0, hi)] for (x0, y0), (x1, y1) in zip(ring, ring[1:])]
     return walls, [(x, y, lo) for x, y in ring], [(x, y, hi) for x, y in ring], hi
 
 
-def _view3d(ax, vols, route, runs, active):
+def _view3d(ax, vols, route, runs, active, extent):
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     for v in vols:
-        walls, bottom, top, hi = _prism(v)
-        on = active[v.id]
-        colour = COLOURS[v.band]
-        ax.add_collection3d(Poly3DCollection(walls, facecolor=colour, alpha=0.18 if on else 0.06, edgecolor="none"))
-        ax.add_collection3d(Poly3DCollection([bottom, top], facecolor=colour, alpha=0.35 if on else 0.1,
-                                             edgecolor=colour if on else "0.5", linewidth=0.8))
+        on, colour = active[v.id], COLOURS[v.band]
         cut = v.ceiling_m is None or v.ceiling_m > CAP_M
-        if cut:
-            ax.plot(*zip(*top), color="0.2", linestyle=":", linewidth=1)
-        if v.floor_m > 0:   # its shadow on the ground, so a raised volume can be placed
-            ax.plot(*zip(*[(x, y, 0) for x, y, _ in bottom]), color=colour, linestyle="--", linewidth=0.8)
-        c = v.footprint.representative_point()
-        ax.text(c.x, c.y, hi + 40, v.id + (" (cut)" if cut else ""), fontsize=6.5, ha="center")
+        for piece in _visible(v, extent):
+            walls, bottom, top, hi = _prism(v, piece)
+            ax.add_collection3d(Poly3DCollection(walls, facecolor=colour, alpha=0.18 if on else 0.06,
+                                                 edgecolor="none"))
+            ax.add_collection3d(Poly3DCollection([bottom, top], facecolor=colour, alpha=0.35 if on else 0.1,
+                                                 edgecolor=colour if on else "0.5", linewidth=0.8))
+            if cut:
+                ax.plot(*zip(*top), color="0.2", linestyle=":", linewidth=1)
+            if v.floor_m > 0:   # its shadow on the ground, so a raised volume can be placed
+                ax.plot(*zip(*[(x, y, 0) for x, y, _ in bottom]), color=colour, linestyle="--", linewidth=0.8)
+        if _whole(v, extent):
+            c = v.footprint.representative_point()
+            ax.text(c.x, c.y, hi + 40, v.id + (" (cut)" if cut else ""), fontsize=6.5, ha="center")
     ax.plot([w.lon for w in route], [w.lat for w in route], [w.alt_m for w in route], "-o", color="black",
             linewidth=1.8, markersize=3.5, zorder=10)
     for k, w in enumerate(route):
@@ -138,8 +167,8 @@ def figure(vols: list[Volume], route: list[Waypoint], crossings: list[Crossing],
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    box = (min(w.lon for w in route), min(w.lat for w in route), max(w.lon for w in route), max(w.lat for w in route))
-    shown = [v for v in vols if _near(v, box)]
+    extent = frame(vols, route)
+    shown = [v for v in vols if _visible(v, extent)]
     left_off = [v.id for v in vols if v not in shown]
     active = {v.id: _active(v, route) for v in shown}
     runs = _conflict_points(route, shown, crossings)
@@ -149,19 +178,20 @@ def figure(vols: list[Volume], route: list[Waypoint], crossings: list[Crossing],
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 2, 1)
     ax3 = fig.add_subplot(1, 2, 2, projection="3d", computed_zorder=False)   # route drawn over volumes
-    handles = _map(ax, shown, route, runs, active)
+    handles = _map(ax, shown, route, runs, active, extent)
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=9, bbox_to_anchor=(0.5, 0.005))
     ax.set_title("Footprints (labels: id, floor–ceiling)", fontsize=11)
-    _view3d(ax3, shown, route, runs, active)
-    x0, x1 = ax.get_xlim()
-    y0, y1 = ax.get_ylim()
+    _view3d(ax3, shown, route, runs, active, extent)
+    x0, y0, x1, y1 = extent
     ax3.set_xlim(x0, x1)
     ax3.set_ylim(y0, y1)
     ground_km = ((x1 - x0) * 111.32 * math.cos(math.radians((y0 + y1) / 2)), (y1 - y0) * 111.32)
     ax3.set_box_aspect((ground_km[0], ground_km[1], 0.4 * max(ground_km)))
     ax3.set_title(f"Volumes (extruded floor to ceiling; tops above {CAP_M:.0f} m cut, dotted)", fontsize=11)
     flight = f"flight {route[0].time:%Y-%m-%d %H:%M}–{route[-1].time:%H:%M} UTC"
-    note = f"  ·  not drawn (far from the route): {', '.join(left_off)}" if left_off else ""
+    edge = [v.id for v in shown if not _whole(v, extent)]
+    note = f"  ·  cut at the map's edge: {', '.join(edge)}" if edge else ""
+    note += f"  ·  not drawn (far from the route): {', '.join(left_off)}" if left_off else ""
     fig.suptitle((title or "No-fly zones and a drone route") + f"  ·  {flight}{note}", fontsize=13)
     path = Path(path)
     fig.savefig(path)
