@@ -162,12 +162,14 @@ def _finish(row) -> Any:
             for alt in _fallbacks(row, i):
                 trial = row.ids[:s.start] + alt + row.ids[s.end:]
                 try:
-                    why = s.violation(s.value(canvas.slot_text(trial, i)))
-                except ExtractionError:
-                    continue
-                if not why:
-                    row.ids = trial
-                    break
+                    if s.violation(s.value(canvas.slot_text(trial, i))):
+                        continue
+                    canvas.validate(trial)   # also the schema's own checks of this field
+                except ExtractionError as other:
+                    if _slot_of(canvas, other.path) == i:
+                        continue   # still this field; another field's failure is the next round's
+                row.ids = trial
+                break
             else:
                 raise ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
     raise ExtractionError("", "could not produce a valid record")

@@ -243,6 +243,10 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         cands, scores = _choice_scores(row, i, lp, block_end)
         best = _pick(scores, temperature, generator)
         prob = float(scores.softmax(0)[best])
+        for p in range(s.start, s.end):   # the candidates' tokens' log-probs, for a later repair
+            if p in lp:
+                tokens = sorted({c[p - s.start] for c in cands})
+                row.top[p] = (lp[p][tokens].tolist(), tokens)
         for t in cands[best]:
             if row.done[i]:
                 break
@@ -374,7 +378,9 @@ def alternatives(row: _Row, i, limit: int = 64, pops: int = 4096, ranked_only: b
     value the automaton accepts is reachable, likely ones first; ranked_only: only the
     tokens the model ranked, where it ranked any, and the end of the value (a much smaller search)."""
     s, a, pad = row.canvas.slots[i], row.automata[i], row.canvas.pad_id
-    if row.state[i] is None:  # choice slots have no alternatives beyond their candidates
+    if row.state[i] is None:  # a choice slot: its other candidates
+        current = row.ids[s.start:s.end]
+        yield from sorted((cost(row, i, c), c) for c in row.choices(i) if c != current)[:limit]
         return
     # Entries hold the state BEFORE their last token: the automaton steps only for the
     # sequences popped, not for every token pushed.

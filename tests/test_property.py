@@ -25,7 +25,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
 from clover_struct import ExtractionError, SchemaError, extract_many
 from clover_struct.engine.config import preset
@@ -275,3 +275,42 @@ def test_a_check_across_fields_is_repaired_by_one_field_or_reported(models):
     assert 777777777777 in (r.lo, r.hi)   # one field kept what the model wrote
     e, = extract_many(["some text"], _Never, model=biased)
     assert isinstance(e, ExtractionError) and "never valid" in str(e)
+
+
+class _Reply(BaseModel):
+    kind: Literal["new", "reply"]
+    to: int
+
+    @model_validator(mode="after")
+    def _refers(self):
+        if self.kind != "reply":
+            raise ValueError("only a reply refers to another message")
+        return self
+
+
+class _Odd(BaseModel):
+    n: int = Field(ge=0, le=999)
+
+    @field_validator("n")
+    @classmethod
+    def _odd(cls, v):
+        if v % 2 == 0:
+            raise ValueError("n must be odd")
+        return v
+
+
+# The repair may change a choice field too: here only `kind` can fix the record, and the
+# puppet made "new" (its first letter) far likelier than "reply".
+def test_a_check_across_fields_is_repaired_through_a_choice_field(models):
+    n = models[0].tokenizer.encode("n")[0]
+    r, = extract_many(["some text"], _Reply, model=_Biased(models[0], n))
+    assert isinstance(r, _Reply) and r.kind == "reply", r
+
+
+# A field's own validator (one no regex or slot check expresses) is tried on each fallback,
+# not only the slot's checks: the puppet writes 888 with 1s second, and the first fallbacks
+# (88, 8) pass the bounds but are still even.
+def test_a_field_validator_is_checked_on_every_fallback(models):
+    eight, one = (models[0].tokenizer.encode(d)[0] for d in "81")
+    r, = extract_many(["some text"], _Odd, model=_Biased(_Biased(models[0], one, 50.0), eight))
+    assert isinstance(r, _Odd) and r.n % 2 == 1 and set(str(r.n)) <= {"1", "8"}, r
