@@ -21,8 +21,7 @@ no pickle). The held-out family is never drawn; /work/shared/data is never read.
 
     python -m training.train --out runs/mini --minutes 170   # writes the clover-mini dir
     python -m training.train --out runs/mini --resume         # continues a stopped run
-    python -m training.train --out runs/mini2 --init runs/mini --seed 1 --warm-steps 0 --minutes 90
-                                                              # a second stage from runs/mini's weights
+    python -m training.train --out runs/mini2 --init runs/mini --seed 1 --warm-steps 0 --minutes 90   # a 2nd stage
     python -m training.train --out runs/twin --objective causal --minutes 150   # the AR twin (causal.py)
 
 DIR ends up holding config.json, model.safetensors, tokenizer.json (the model: copy these
