@@ -210,14 +210,21 @@ def _pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
 
 
 def _choice_scores(row: _Row, i, lp, block_end):
-    """Candidates of choice slot i and their summed log-probs over the slot's positions in the block."""
+    """Candidates of choice slot i and their summed log-probs over the slot's positions in the
+    block. The candidates' tokens' log-probs are remembered per position (row.top), so a
+    later repair can price the other candidates."""
     started = time.perf_counter()
     s = row.canvas.slots[i]
     cands = row.choices(i)
-    span = [p for p in range(s.start, s.end) if p in lp]
-    scores = torch.tensor([sum(float(lp[p][c[p - s.start]]) for p in span) for c in cands])
+    scores = torch.zeros(len(cands), dtype=torch.float64)
+    for p in range(s.start, s.end):
+        if p in lp:
+            column = [c[p - s.start] for c in cands]
+            tokens = sorted(set(column))
+            row.top[p] = (lp[p][tokens].tolist(), tokens)
+            scores += lp[p][column].double()
     row.trace.constraint_seconds += time.perf_counter() - started
-    return cands, scores
+    return cands, scores.float()
 
 
 def _next_logprobs(row: _Row, i, lp, block_end):
@@ -243,10 +250,6 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         cands, scores = _choice_scores(row, i, lp, block_end)
         best = _pick(scores, temperature, generator)
         prob = float(scores.softmax(0)[best])
-        for p in range(s.start, s.end):   # the candidates' tokens' log-probs, for a later repair
-            if p in lp:
-                tokens = sorted({c[p - s.start] for c in cands})
-                row.top[p] = (lp[p][tokens].tolist(), tokens)
         for t in cands[best]:
             if row.done[i]:
                 break

@@ -277,14 +277,17 @@ def save_checkpoint(model, opt, out: Path, state: dict, model_type: str = "clove
     tmp.rmdir()
 
 
-def load_checkpoint(out: Path, args, device=torch.device("cpu"), optimizer: bool = True):
+def load_weights(out: Path, device=torch.device("cpu")):
+    """The model saved in run directory `out`, and the run's state."""
     state = json.loads((out / "train_state.json").read_text())
     tok = Tokenizer.from_file(out / "tokenizer.json")
     model = CloverModel(ModelConfig.from_file(out / "config.json"), tok)
     model.load_state_dict(load_file(str(out / "model.safetensors")))
-    model.to(device)
-    if not optimizer:
-        return model, None, state
+    return model.to(device), state
+
+
+def load_checkpoint(out: Path, args, device=torch.device("cpu")):
+    model, state = load_weights(out, device)
     opt = make_optimizer(model, args)
     flat = load_file(str(out / "optimizer.safetensors"))
     for n, p in model.named_parameters():   # AdamW keeps `step` on the CPU, the moments beside the weight
@@ -339,7 +342,7 @@ def train(args) -> Path:
         model, opt, state = load_checkpoint(out, args, torch.device(args.device))
         step, elapsed, before = state["step"], state["elapsed"], state.get("before")
     elif args.init:   # a new stage: the earlier run's weights, a fresh optimizer and schedule
-        model, _, before = load_checkpoint(Path(args.init), args, torch.device(args.device), optimizer=False)
+        model, before = load_weights(Path(args.init), torch.device(args.device))
         log = (Path(args.init) / "train_log.jsonl").read_text().splitlines()
         before["last_log"] = json.loads(log[-1]) if log else None
         opt, step, elapsed = make_optimizer(model, args), 0, 0.0

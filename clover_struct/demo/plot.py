@@ -67,29 +67,24 @@ def _visible(v: Volume, extent) -> list[Polygon]:
     return [p for p in getattr(part, "geoms", [part]) if isinstance(p, Polygon) and not p.is_empty]
 
 
-def _whole(v: Volume, extent) -> bool:
-    """v lies on the map in full (else it is cut at the edge, and named in the title, not labelled)."""
-    return box(*extent).contains(v.footprint)
-
-
 def _active(v: Volume, route: list[Waypoint]) -> bool:
     return v.active_during(route[0].time, route[-1].time)
 
 
-def _map(ax, vols, route, runs, active, extent):
+def _map(ax, vols, route, runs, active, pieces, whole):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.patches import Polygon as PolygonPatch
 
     for v in vols:
         on = active[v.id]
-        for piece in _visible(v, extent):
+        for piece in pieces[v.id]:
             xy = list(piece.exterior.coords)
             ax.add_patch(PolygonPatch(xy, closed=True, facecolor=COLOURS[v.band], alpha=0.45 if on else 0.15,
                                       edgecolor="none", hatch="///" if v.floor_m > 0 else None))
             ax.add_patch(PolygonPatch(xy, closed=True, fill=False, edgecolor=COLOURS[v.band] if on else "0.45",
                                       linewidth=1.4, linestyle="-" if on else "--"))
-        if not _whole(v, extent):
+        if v.id not in whole:   # cut at the map's edge: named in the title instead
             continue
         # Labels sit on the north edge, clear of the route that crosses the middle.
         x, top = v.footprint.centroid.x, v.footprint.bounds[3]
@@ -106,8 +101,6 @@ def _map(ax, vols, route, runs, active, extent):
     for run in runs:
         ax.plot([p.lon for p in run], [p.lat for p in run], "-", color=CONFLICT, linewidth=4, zorder=5.5)
     ax.set_aspect(1 / math.cos(math.radians(sum(lat) / len(lat))))   # equal ground distances
-    ax.set_xlim(extent[0], extent[2])
-    ax.set_ylim(extent[1], extent[3])
     ax.set_xlabel("longitude (° E)")
     ax.set_ylabel("latitude (° N)")
     ax.grid(True, linewidth=0.3, alpha=0.5)
@@ -127,13 +120,13 @@ def _prism(v: Volume, piece: Polygon):
     return walls, [(x, y, lo) for x, y in ring], [(x, y, hi) for x, y in ring], hi
 
 
-def _view3d(ax, vols, route, runs, active, extent):
+def _view3d(ax, vols, route, runs, active, pieces, whole):
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     for v in vols:
         on, colour = active[v.id], COLOURS[v.band]
         cut = v.ceiling_m is None or v.ceiling_m > CAP_M
-        for piece in _visible(v, extent):
+        for piece in pieces[v.id]:
             walls, bottom, top, hi = _prism(v, piece)
             ax.add_collection3d(Poly3DCollection(walls, facecolor=colour, alpha=0.18 if on else 0.06,
                                                  edgecolor="none"))
@@ -143,7 +136,7 @@ def _view3d(ax, vols, route, runs, active, extent):
                 ax.plot(*zip(*top), color="0.2", linestyle=":", linewidth=1)
             if v.floor_m > 0:   # its shadow on the ground, so a raised volume can be placed
                 ax.plot(*zip(*[(x, y, 0) for x, y, _ in bottom]), color=colour, linestyle="--", linewidth=0.8)
-        if _whole(v, extent):
+        if v.id in whole:
             c = v.footprint.representative_point()
             ax.text(c.x, c.y, hi + 40, v.id + (" (cut)" if cut else ""), fontsize=6.5, ha="center")
     ax.plot([w.lon for w in route], [w.lat for w in route], [w.alt_m for w in route], "-o", color="black",
@@ -168,7 +161,9 @@ def figure(vols: list[Volume], route: list[Waypoint], crossings: list[Crossing],
     from matplotlib.figure import Figure
 
     extent = frame(vols, route)
-    shown = [v for v in vols if _visible(v, extent)]
+    pieces = {v.id: _visible(v, extent) for v in vols}
+    whole = {v.id for v in vols if box(*extent).contains(v.footprint)}
+    shown = [v for v in vols if pieces[v.id]]
     left_off = [v.id for v in vols if v not in shown]
     active = {v.id: _active(v, route) for v in shown}
     runs = _conflict_points(route, shown, crossings)
@@ -178,18 +173,20 @@ def figure(vols: list[Volume], route: list[Waypoint], crossings: list[Crossing],
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 2, 1)
     ax3 = fig.add_subplot(1, 2, 2, projection="3d", computed_zorder=False)   # route drawn over volumes
-    handles = _map(ax, shown, route, runs, active, extent)
+    handles = _map(ax, shown, route, runs, active, pieces, whole)
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=9, bbox_to_anchor=(0.5, 0.005))
     ax.set_title("Footprints (labels: id, floor–ceiling)", fontsize=11)
-    _view3d(ax3, shown, route, runs, active, extent)
+    _view3d(ax3, shown, route, runs, active, pieces, whole)
     x0, y0, x1, y1 = extent
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
     ax3.set_xlim(x0, x1)
     ax3.set_ylim(y0, y1)
     ground_km = ((x1 - x0) * 111.32 * math.cos(math.radians((y0 + y1) / 2)), (y1 - y0) * 111.32)
     ax3.set_box_aspect((ground_km[0], ground_km[1], 0.4 * max(ground_km)))
     ax3.set_title(f"Volumes (extruded floor to ceiling; tops above {CAP_M:.0f} m cut, dotted)", fontsize=11)
     flight = f"flight {route[0].time:%Y-%m-%d %H:%M}–{route[-1].time:%H:%M} UTC"
-    edge = [v.id for v in shown if not _whole(v, extent)]
+    edge = [v.id for v in shown if v.id not in whole]
     note = f"  ·  cut at the map's edge: {', '.join(edge)}" if edge else ""
     note += f"  ·  not drawn (far from the route): {', '.join(left_off)}" if left_off else ""
     fig.suptitle((title or "No-fly zones and a drone route") + f"  ·  {flight}{note}", fontsize=13)
