@@ -1,6 +1,9 @@
 """The evaluation's comparisons: normalised values, and a failed record scores nothing."""
 
 import datetime as dt
+import json
+
+import pytest
 
 from clover_struct import ExtractionError
 from training import evaluate as ev
@@ -40,3 +43,13 @@ def test_scores_break_down_by_field(monkeypatch):
     r = ev.score(pairs, type(golds[0]), model=None, names=ev.NOTAM_FIELDS)
     assert r["per_field"]["fir"] == 0.5 and r["per_field"]["qcode"] == 1.0
     assert set(r["per_field"]) == set(ev.NOTAM_FIELDS)
+
+
+def test_sets_runs_only_the_sets_named(monkeypatch, capsys):
+    monkeypatch.setattr(ev, "load_model", lambda path: None)
+    monkeypatch.setattr(ev, "extract_many", lambda texts, *a, **k: [ExtractionError("x", "no")] * len(texts))
+    assert ev.main(["--quick", "--sets", "zones,dispatch"]) == 0
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert list(report) == ["zones", "dispatch"] and report["zones"]["valid_rate"] == 0.0
+    with pytest.raises(SystemExit, match="unknown dispach"):
+        ev.main(["--quick", "--sets", "dispach"])
