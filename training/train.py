@@ -185,17 +185,20 @@ def noise(slot, offset, B: int, generator: torch.Generator) -> torch.Tensor:
     return masked
 
 
-def decisions(gold: torch.Tensor, offset: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """[B, L] bool: the slot positions the decoder asks the model about, the value tokens and
-    the pad that ends each value (or leaves the slot empty). The pads after that one it
-    writes without asking. They are 54% of the slot positions of a Notam canvas and 85% of
-    a DispatchMessage one (eight items of five variants, mostly absent; its values are 8%),
+def decisions(canvas, gold: torch.Tensor) -> torch.Tensor:
+    """[B, L] bool: the slot positions the decoder asks the model about: the value tokens,
+    the pad that ends each value (or leaves the slot empty), and every position of a choice
+    slot (its candidates are scored over the whole span). The other pads it writes without
+    asking. They are 53% of the slot positions of a Notam canvas and 81% of a
+    DispatchMessage one (eight items of five variants, mostly absent; its values are 8%),
     so in a plain mean over all of them a dispatch step weighs its values ~5x less than a
     notice step does (--loss-on decisions)."""
-    pad = gold == pad_id
+    slot, offset = slot_index(canvas)
+    whole = torch.tensor([i >= 0 and canvas.slots[i].kind == "choice" for i in slot.tolist()])
+    pad = gold == canvas.pad_id
     after_pad = torch.zeros_like(pad)
     after_pad[:, 1:] = pad[:, :-1]
-    return ~pad | (offset == 0) | ~after_pad
+    return (slot >= 0) & (~pad | (offset == 0) | ~after_pad | whole)
 
 
 class Balance:
@@ -240,13 +243,13 @@ def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = F
     else:        # drawn on the CPU: the same on any device
         generator = torch.Generator().manual_seed(TRAIN_SEED_BASE + seed * 1_000_000_000 + step)
         masked = noise(slot, offset, len(rows), generator)[:, first:end]
+    counted = masked   # the positions the loss reads
+    if data.loss_on == "decisions":
+        counted = masked & decisions(canvas, gold)[:, first:end]
+        counted = counted if counted.any() else masked
     ids = ids[:, :ids.shape[1] - (L - end)]
     gold = gold[:, first:end]
     n = end - first
-    counted = masked   # the positions the loss reads
-    if data.loss_on == "decisions":
-        counted = masked & decisions(gold, offset[first:end], cfg.pad_token_id)
-        counted = counted if counted.any() else masked
     ids, pad, gold, masked, counted = (t.to(model.device) for t in (ids, pad, gold, masked, counted))
     if causal:   # from the clean tokens before it: column t predicts t + 1
         h = model.hidden(ids[:, :-1], mode="causal", pad=pad)[:, -n:][counted]
@@ -495,12 +498,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--warm-mix", default=WARM_MIX, help="the kinds of the warm steps")
     # 80 dispatch-only steps from the shipped clover-mini (seed 2, lr 5e-4, 16k-token batches),
     # same batches and masks, measured on 24 of evaluate.py's dispatch messages with every slot
-    # masked: value tokens 0.18 before, 0.22 after with "all", 0.54 with "decisions"; the pad
-    # ending a value 0.99, 0.99, 0.86; decoded field EM (40 messages) 0.22, 0.25, 0.25. The
-    # shipped model is trained with "all".
+    # masked: value tokens 0.18 before, 0.22 after with "all", 0.54 with "decisions" as first
+    # written (without whole choice slots); decoded field EM on 40 messages 0.22, 0.25, 0.25:
+    # that version kept all eight items, since an absent item's empty tag is scored over the
+    # tag slot's whole span, whose later pads it no longer learned. The shipped model is
+    # trained with "all".
     p.add_argument("--loss-on", choices=("all", "decisions"), default="all",
                    help="diffusion objective: the masked positions the loss reads: all, or only the value "
-                        "tokens and the pad ending each value (the decoder writes the other pads itself)")
+                        "tokens, the pad ending each value and whole choice slots (the decoder writes the "
+                        "other pads itself)")
     p.add_argument("--block-size", type=int, default=None,
                    help="denoising block (default: the config's, one block per canvas); longer canvases "
                         "train one noised block after clean earlier ones")
