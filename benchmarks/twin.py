@@ -68,7 +68,7 @@ class EngineTwin:
         cache, logits = model.prefill(torch.tensor([prompt], device=device))
         state, out, forwards = self.index.get_initial_state(), [], 1
         while True:
-            token = int(logits[0, -1].masked_fill(~self.allowed(state), -math.inf).argmax())
+            token = int(logits[0].masked_fill(~self.allowed(state), -math.inf).argmax())
             if token == self.eos:
                 break
             out.append(token)

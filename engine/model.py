@@ -351,11 +351,12 @@ class CloverModel(nn.Module):
     def prefill(self, input_ids, lengths=None) -> tuple[PrefixCache, torch.Tensor]:
         """Encode left-padded prompts [B, P] once (causally). lengths: [B] real lengths.
 
-        Returns the cache and the prompt's logits (the last column predicts the next token)."""
+        Returns the cache and the next token's logits [B, vocab] (the output head runs on the
+        last column only: over a whole prompt it would cost more than the layers)."""
         B, P = input_ids.shape
         lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
         cache = PrefixCache(pad=(P - lengths).to(input_ids.device))
-        return cache, self.lm_head(self._run(input_ids, "causal", cache, commit=True))
+        return cache, self.lm_head(self._run(input_ids, "causal", cache, commit=True)[:, -1])
 
     @torch.no_grad()
     def step(self, block_ids, cache: PrefixCache, mode: str = "block", *, at=None):
@@ -368,8 +369,9 @@ class CloverModel(nn.Module):
 
     @torch.no_grad()
     def commit(self, block_ids, cache: PrefixCache):
-        """Append a finished block to the history (causally, as the prompt was); returns its logits."""
-        return self.lm_head(self._run(block_ids, "causal", cache, commit=True))
+        """Append a finished block to the history (causally, as the prompt was); returns the next
+        token's logits [B, vocab]."""
+        return self.lm_head(self._run(block_ids, "causal", cache, commit=True)[:, -1])
 
     def init_weights(self, generator: torch.Generator | None = None, std: float = 0.02):
         """Random initialisation for training from scratch (and for tests)."""
