@@ -352,7 +352,7 @@ class CloverModel(nn.Module):
         """Encode left-padded prompts [B, P] once (causally). lengths: [B] real lengths.
 
         Returns the cache and the next token's logits [B, vocab] (the output head runs on the
-        last column only: over a whole prompt it would cost more than the layers)."""
+        last column only; nothing reads the others)."""
         B, P = input_ids.shape
         lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
         cache = PrefixCache(pad=(P - lengths).to(input_ids.device))
