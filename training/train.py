@@ -185,16 +185,16 @@ def noise(slot, offset, B: int, generator: torch.Generator) -> torch.Tensor:
     return masked
 
 
-def decisions(canvas, gold: torch.Tensor) -> torch.Tensor:
+def decisions(canvas, gold: torch.Tensor, slot: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
     """[B, L] bool: the slot positions the decoder asks the model about: the value tokens,
     the pad that ends each value (or leaves the slot empty), and every position of a choice
     slot (its candidates are scored over the whole span). The other pads it writes without
     asking. They are 53% of the slot positions of a Notam canvas and 81% of a
     DispatchMessage one (eight items of five variants, mostly absent; its values are 8%),
     so in a plain mean over all of them a dispatch step weighs its values ~5x less than a
-    notice step does (--loss-on decisions)."""
-    slot, offset = slot_index(canvas)
-    whole = torch.tensor([i >= 0 and canvas.slots[i].kind == "choice" for i in slot.tolist()])
+    notice step does (--loss-on decisions). slot, offset: slot_index(canvas)."""
+    choice = torch.tensor([s.kind == "choice" for s in canvas.slots])
+    whole = choice[slot.clamp(min=0)]
     pad = gold == canvas.pad_id
     after_pad = torch.zeros_like(pad)
     after_pad[:, 1:] = pad[:, :-1]
@@ -245,7 +245,7 @@ def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = F
         masked = noise(slot, offset, len(rows), generator)[:, first:end]
     counted = masked   # the positions the loss reads
     if data.loss_on == "decisions":
-        counted = masked & decisions(canvas, gold)[:, first:end]
+        counted = masked & decisions(canvas, gold, slot, offset)[:, first:end]   # slot is -1 outside the block
         counted = counted if counted.any() else masked
     ids = ids[:, :ids.shape[1] - (L - end)]
     gold = gold[:, first:end]

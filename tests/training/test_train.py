@@ -107,7 +107,7 @@ def test_the_decisions_loss_reads_values_the_pad_ending_each_and_whole_choices(t
     canvas = build_canvas(DispatchMessage, tok)
     text, gold = sample("dispatch", random.Random(3))[1:]
     row = torch.tensor([canvas.fill(gold)])
-    read = T.decisions(canvas, row)[0]
+    read = T.decisions(canvas, row, *T.slot_index(canvas))[0]
     expected = set()
     for s in canvas.slots:   # each slot: its value tokens, then one pad if the value is shorter than the budget
         span = row[0, s.start:s.end].tolist()
