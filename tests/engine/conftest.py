@@ -6,7 +6,7 @@ from clover_struct.engine.model import CloverModel
 
 
 def assert_close(actual, expected, name: str, atol: float):
-    diff = (actual.float() - expected.float()).abs()
+    diff = (actual.double() - expected.double()).abs()
     size = f"{name}: max diff {diff.max():.3g}, mean diff {diff.mean():.3g} (atol {atol:.3g})"
     print(size)
     assert diff.max() <= atol, size

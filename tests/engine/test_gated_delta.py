@@ -24,6 +24,20 @@ def test_chunked_equals_recurrent(close, T, chunk):
     close(s, s_ref, "final state", 1e-5)
 
 
+def test_chunked_gradients_equal_recurrent(close):
+    """Training back-propagates through the chunked scan: its gradients must be the reference's."""
+    leaves = [t.double().requires_grad_() for t in inputs(T=37)]
+    weight = torch.randn(2, 3, 37, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+
+    def grads(scan):
+        o, s = scan(*leaves)
+        return torch.autograd.grad((o * weight).sum() + s.square().sum(), leaves)
+
+    for name, a, b in zip(("q", "k", "v", "g", "beta", "state"),
+                          grads(lambda *x: gated_delta.chunked(*x, chunk=16)), grads(gated_delta.recurrent)):
+        close(a, b, f"d loss / d {name}", 1e-8)
+
+
 def test_splitting_the_sequence_carries_the_state(close):
     q, k, v, g, beta, state = inputs(T=40)
     o_all, s_all = gated_delta.chunked(q, k, v, g, beta, state)
