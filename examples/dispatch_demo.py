@@ -5,8 +5,8 @@
 1. The dispatch message is extracted as a DispatchMessage: up to 8 typed tasks.
 2. A flight request beside a notice: the notice is extracted as a NoFlyZone, and
    what geometry answers better than a model (does the route enter the zone, at
-   an altitude and a time inside its limits) is computed with shapely and given
-   as known facts; the model decides the rest (authorisation, can it start,
+   an altitude and a time inside its limits) is computed with shapely
+   (clover_struct.demo.zones.route_facts) and given as known facts; the model decides the rest (authorisation, can it start,
    must the route change, the action) jointly, never against the rules.
 """
 
@@ -16,9 +16,8 @@ import argparse
 import datetime as dt
 import sys
 
-from shapely.geometry import LineString
-
 from clover_struct import CloverError, decide, extract, load_model, predicate
+from clover_struct.demo.zones import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, judgment_rules_hold
 
 MESSAGE = ("DISPATCH 0815Z FROM OPS-PUDONG. UAV-12 ASSIGNED MEDICAL MISSION TO RENJI HOSPITAL, URGENT. "
@@ -41,16 +40,6 @@ def request_text() -> str:
             "QUESTIONS\n1. Does the route enter any notified zone?")
 
 
-def facts(zone: NoFlyZone) -> dict:
-    """What code knows for certain about the route against the zone."""
-    crosses = LineString([(lon, lat) for lat, lon in ROUTE]).intersects(zone.footprint())
-    ceiling = zone.ceiling_m if zone.ceiling_m is not None else float("inf")
-    start, end = zone.valid_from, zone.valid_to or dt.datetime.max.replace(tzinfo=dt.timezone.utc)
-    return {"crosses_zone": crosses,
-            "vertical_overlap": crosses and zone.floor_m <= ALTITUDE_M <= ceiling,
-            "time_overlap": crosses and (start is None or start < WINDOW[1]) and WINDOW[0] < end}
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", metavar="DIR", help="model directory (default: the embedded clover-mini)")
@@ -62,9 +51,9 @@ def main(argv=None) -> int:
         for n, task in enumerate(message.tasks, 1):
             print(f"  {n}. {task.kind}: {task.model_dump(exclude={'kind'}, mode='json')}")
         zone = extract(NOTICE, NoFlyZone, model=model)
-        known = facts(zone)
+        known = route_facts(ROUTE, ALTITUDE_M, *WINDOW, [zone])
         print(f"zone: {zone.radius_m} m around ({zone.center_lat}, {zone.center_lon}), "
-              f"{zone.floor_m}-{zone.ceiling_m} m; from geometry: {known}")
+              f"{zone.floor_m}-{zone.ceiling_m} m, {zone.valid_from} to {zone.valid_to}; from geometry: {known}")
         answers = decide(request_text(), DispatchJudgments, model=model, known=known,
                          rules=[predicate(judgment_rules_hold)])
     except CloverError as e:

@@ -3,6 +3,7 @@
 import importlib.util
 from pathlib import Path
 
+from clover_struct.demo.zones import route_facts
 from clover_struct.schemas import DispatchJudgments, judgment_rules_hold
 from clover_struct.schemas.airspace import CircleArea, Limit, NoFlyZone, Position
 from test_decoder import tiny_model
@@ -19,13 +20,23 @@ def zone(lat, lon, ceiling_m, start="2705120800", end="2705121800"):
                      valid_from_raw=start, valid_to_raw=end, uas_only=True, reason="event")
 
 
+def facts(z):
+    return route_facts(demo.ROUTE, demo.ALTITUDE_M, *demo.WINDOW, [z])
+
+
 def test_facts_come_from_geometry():
-    assert demo.facts(zone("31.2150", "121.4700", 120)) == {
-        "crosses_zone": True, "vertical_overlap": True, "time_overlap": True}
-    assert demo.facts(zone("31.2150", "121.4700", 60))["vertical_overlap"] is False
-    assert demo.facts(zone("31.2150", "121.4700", 120, "2705121000"))["time_overlap"] is False
-    assert demo.facts(zone("31.3000", "121.6000", 120)) == {
-        "crosses_zone": False, "vertical_overlap": False, "time_overlap": False}
+    assert facts(zone("31.2150", "121.4700", 120)) == {
+        "crosses_zone": True, "vertical_overlap": True, "time_overlap": True, "conflict": True}
+    assert facts(zone("31.2150", "121.4700", 60))["vertical_overlap"] is False
+    assert facts(zone("31.2150", "121.4700", 120, "2705121000"))["time_overlap"] is False
+    assert facts(zone("31.3000", "121.6000", 120)) == {
+        "crosses_zone": False, "vertical_overlap": False, "time_overlap": False, "conflict": False}
+
+
+def test_a_conflict_needs_one_zone_both_high_and_in_force():
+    low_now, high_later = zone("31.2150", "121.4700", 60), zone("31.2150", "121.4700", 120, "2705121000")
+    assert route_facts(demo.ROUTE, demo.ALTITUDE_M, *demo.WINDOW, [low_now, high_later]) == {
+        "crosses_zone": True, "vertical_overlap": True, "time_overlap": True, "conflict": False}
 
 
 def test_runs_end_to_end(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
@@ -41,7 +52,7 @@ def test_runs_end_to_end(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
     if code == 0:  # a random model may fail the dispatch message; then the error is one line
         answers = {line.split()[0]: line.split()[1] for line in out.out.splitlines()
                    if line.startswith("  ") and line.split()[0] in DispatchJudgments.model_fields}
-        assert answers["crosses_zone"] == "True" and answers["conflict"] in ("True", "False")
+        assert answers["crosses_zone"] == answers["conflict"] == "True"   # known from geometry
         assert judgment_rules_hold(DispatchJudgments.model_validate(
             {k: v == "True" if v in ("True", "False") else v for k, v in answers.items()}))
     else:

@@ -10,7 +10,10 @@ degrees, datetimes equal, strings after whitespace folding. The last line is
 JSON: {"synthetic": {"field_em", "record_em"}, "heldout_family": {...},
 "real_dev": {"valid_rate", "field_em", "qline_location_validity_em"},
 "dispatch": {...}, "judgments": {"accuracy", "alone_accuracy", "violations",
-"alone_violations"}} (alone: each question answered on its own, no rules).
+"alone_violations", "with_geometry": {...}}} (alone: each question answered on its own,
+no rules; with_geometry: the geometric answers computed by code from the zones the model
+extracts from each notice and given as known facts, the rest decided by the model, as
+examples/dispatch_demo.py does).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from enum import Enum
 from pathlib import Path
 
 from clover_struct import ExtractionError, decide, extract_many, load_model, predicate
+from clover_struct.demo.zones import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam, judgment_rules_hold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from training.generate import HELDOUT_FAMILY, examples  # noqa: E402
+from training.generate import HELDOUT_FAMILY, examples, judgment_cases  # noqa: E402
 
 EVAL_SEED = 20_261_129
 REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "notams-dev.jsonl"
@@ -134,23 +138,47 @@ def score_real(model, limit=None) -> dict | None:
             "qline_location_validity_em": sub_hits / max(sub_total, 1)}
 
 
-def score_judgments(pairs, model) -> dict:
+def score_judgments(cases, model) -> dict:
+    """Accuracy over all answers, and rule violations, of the questions decided from the text
+    jointly and alone; then with the geometric facts given, computed from the notices as the
+    model extracts them (with_geometry) and, to tell its errors from the zones', from the
+    gold zones (accuracy_true_geometry)."""
     rules = [predicate(judgment_rules_hold)]
-    hits = alone_hits = total = violations = alone_violations = 0
-    for text, gold in pairs:
-        try:
-            joint = decide(text, DispatchJudgments, model=model, rules=rules)
-        except ExtractionError:
-            joint = None
-        alone = decide(text, DispatchJudgments, model=model, joint=False)
-        violations += joint is None or not judgment_rules_hold(joint)
-        alone_violations += not judgment_rules_hold(alone)
-        for k, v in gold.model_dump().items():
-            hits += joint is not None and getattr(joint, k) == v
-            alone_hits += getattr(alone, k) == v
-            total += 1
-    return {"n": len(pairs), "accuracy": hits / max(total, 1), "alone_accuracy": alone_hits / max(total, 1),
-            "violations": violations, "alone_violations": alone_violations}
+    flat = [notice for c in cases for notice in c.notices]
+    extracted = iter(extract_many(flat, NoFlyZone, model=model, batch_size=16))
+    count = dict(hits=0, alone_hits=0, geo_hits=0, true_geo_hits=0, fact_hits=0, facts=0, total=0,
+                 violations=0, alone_violations=0, geo_violations=0, failed_notices=0)
+    for c in cases:
+        zones = [next(extracted) for _ in c.notices]
+        count["failed_notices"] += sum(isinstance(z, ExtractionError) for z in zones)
+        facts = route_facts(c.route, c.height_m, c.start, c.end, [z for z in zones if not isinstance(z, ExtractionError)])
+        true_facts = route_facts(c.route, c.height_m, c.start, c.end, c.zones)
+        joint, geo, true_geo = (_decide_or_none(c.text, model, rules, known) for known in (None, facts, true_facts))
+        alone = decide(c.text, DispatchJudgments, model=model, joint=False)
+        count["violations"] += joint is None or not judgment_rules_hold(joint)
+        count["geo_violations"] += geo is None or not judgment_rules_hold(geo)
+        count["alone_violations"] += not judgment_rules_hold(alone)
+        for k, v in c.gold.model_dump().items():
+            for name, answer in (("hits", joint), ("alone_hits", alone), ("geo_hits", geo), ("true_geo_hits", true_geo)):
+                count[name] += answer is not None and getattr(answer, k) == v
+            count["total"] += 1
+        for k, v in facts.items():
+            count["fact_hits"] += v == getattr(c.gold, k)
+            count["facts"] += 1
+    total = max(count["total"], 1)
+    return {"n": len(cases), "accuracy": count["hits"] / total, "alone_accuracy": count["alone_hits"] / total,
+            "violations": count["violations"], "alone_violations": count["alone_violations"],
+            "with_geometry": {"accuracy": count["geo_hits"] / total, "violations": count["geo_violations"],
+                              "facts_accuracy": count["fact_hits"] / max(count["facts"], 1),
+                              "notices": len(flat), "failed_notices": count["failed_notices"],
+                              "accuracy_true_geometry": count["true_geo_hits"] / total}}
+
+
+def _decide_or_none(text, model, rules, known):
+    try:
+        return decide(text, DispatchJudgments, model=model, rules=rules, known=known)
+    except ExtractionError:
+        return None
 
 
 def main(argv=None) -> int:
@@ -171,7 +199,7 @@ def main(argv=None) -> int:
         "zones": lambda: score(examples("zone", m, EVAL_SEED + 2), NoFlyZone, model, ZONE_FIELDS),
         "real_dev": lambda: score_real(model, limit=20 if args.quick else None),
         "dispatch": lambda: score(examples("dispatch", m, EVAL_SEED + 3), DispatchMessage, model),
-        "judgments": lambda: score_judgments(examples("judgment", m, EVAL_SEED + 4), model),
+        "judgments": lambda: score_judgments(judgment_cases(m, EVAL_SEED + 4), model),
     }
     only = args.sets.split(",") if args.sets else list(sets)
     if unknown := set(only) - set(sets):
@@ -184,6 +212,11 @@ def main(argv=None) -> int:
     if j := report.get("judgments"):
         print(f"judgments: accuracy {j['accuracy']:.3f} joint, {j['alone_accuracy']:.3f} alone; "
               f"rule violations {j['violations']} joint, {j['alone_violations']} alone, of {j['n']}")
+        g = j["with_geometry"]
+        print(f"judgments with geometry from the extracted zones: accuracy {g['accuracy']:.3f} "
+              f"({g['violations']} violations; facts right {g['facts_accuracy']:.3f}; "
+              f"{g['failed_notices']} of {g['notices']} notices failed); "
+              f"with the true zones' geometry {g['accuracy_true_geometry']:.3f}")
     line = json.dumps(report)
     if args.out:
         Path(args.out).write_text(line + "\n")

@@ -5,6 +5,7 @@
     dispatch_example(rng, families=None) -> (text, DispatchMessage)
     judgment_example(rng, families=None) -> (text, DispatchJudgments)
     examples(kind, n, seed, families=None) -> [(text, gold), ...]
+    judgment_cases(n, seed, families=None) -> the judgment examples with their parts
 
 `rng` is a ``random.Random`` (or an int seed). `families` selects formats (see FAMILIES);
 by default every family of the kind except HELDOUT_FAMILY, which evaluation asks for by
@@ -30,10 +31,10 @@ from clover_struct.schemas.notam import Notam
 from . import draw, drone, notams
 from .dispatches import dispatch_example as _dispatch
 from .families import FAMILIES, HELDOUT_FAMILY, KIND_FAMILIES, NOTAM_LAYOUTS, resolve
-from .judgments import judgment_example as _judgment
+from .judgments import JudgmentCase, judgment_case
 
 __all__ = [
-    "FAMILIES", "HELDOUT_FAMILY", "KINDS", "dispatch_example", "examples", "judgment_example",
+    "FAMILIES", "HELDOUT_FAMILY", "KINDS", "dispatch_example", "examples", "judgment_cases", "judgment_example",
     "notam_example", "sample", "zone_example",
 ]
 
@@ -68,10 +69,15 @@ def sample(kind: str, rng: RngLike, families: Families = None) -> tuple[str, str
     elif kind == "dispatch":
         text, gold = _dispatch(rng, family)
     else:
-        # The notices inside follow the zone families asked for, else the default ones.
-        asked = tuple(f for f in families or () if f in KIND_FAMILIES["zone"])
-        text, gold = _judgment(rng, asked or resolve("zone"))
+        case = _judgment_case(rng, families)
+        text, gold = case.text, case.gold
     return family, text, gold
+
+
+def _judgment_case(rng: random.Random, families: Optional[tuple[str, ...]]) -> JudgmentCase:
+    # The notices inside follow the zone families asked for, else the default ones.
+    asked = tuple(f for f in families or () if f in KIND_FAMILIES["zone"])
+    return judgment_case(rng, asked or resolve("zone"))
 
 
 def notam_example(rng: RngLike, families: Families = None) -> tuple[str, Notam]:
@@ -93,6 +99,18 @@ def judgment_example(rng: RngLike, families: Families = None) -> tuple[str, Disp
 def examples(kind: str, n: int, seed: int, families: Families = None) -> list[tuple[str, BaseModel]]:
     rng = random.Random(seed)
     return [sample(kind, rng, families)[1:] for _ in range(n)]
+
+
+def judgment_cases(n: int, seed: int, families: Families = None) -> list[JudgmentCase]:
+    """The cases of examples("judgment", n, seed, families) (the same draws), each with its
+    flight request as data and its notices one by one."""
+    rng = random.Random(seed)
+    families = None if families is None else tuple(families)
+    cases = []
+    for _ in range(n):
+        rng.choice(resolve("judgment", families))   # the family draw of sample()
+        cases.append(_judgment_case(rng, families))
+    return cases
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -10,6 +10,7 @@ Knows nothing of models; notice wording comes from the notice renderers.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from shapely.geometry import LineString
@@ -78,7 +79,27 @@ def answers(
     )
 
 
+@dataclass
+class JudgmentCase:
+    """One example and what it was built from: the flight request as data (as a dispatch
+    system would hold it) and each notice's text and gold zone."""
+
+    text: str
+    gold: DispatchJudgments
+    route: list[tuple[float, float]]     # (lat, lon) as written
+    height_m: float                      # above ground
+    start: datetime
+    end: datetime
+    notices: list[str]
+    zones: list[NoFlyZone]
+
+
 def judgment_example(rng: random.Random, notice_families: tuple[str, ...]) -> tuple[str, DispatchJudgments]:
+    case = judgment_case(rng, notice_families)
+    return case.text, case.gold
+
+
+def judgment_case(rng: random.Random, notice_families: tuple[str, ...]) -> JudgmentCase:
     lat, lon = draw.world_point(rng, 70.0)
     lon = max(-175.0, min(175.0, lon))
     points = [(lat, lon)]
@@ -94,7 +115,7 @@ def judgment_example(rng: random.Random, notice_families: tuple[str, ...]) -> tu
     else:
         height_text, height_m = f"{(h := rng.randrange(50, 1300, 10))} ft AGL", h * 0.3048
 
-    texts, zones, auth = [], [], []
+    notices, zones, auth = [], [], []
     for i in range(rng.randint(1, 3)):
         anchor = rng.choice(route)
         near = rng.random() < 0.75
@@ -109,7 +130,7 @@ def judgment_example(rng: random.Random, notice_families: tuple[str, ...]) -> tu
             # Short or about-to-end restrictions, so that "delay" answers are not rare.
             spec.end = start + timedelta(minutes=rng.randrange(5, 30 * 60))
         text, zone = _render_notice(rng, rng.choice(notice_families), spec)
-        texts.append(f"[{i + 1}] {text}")
+        notices.append(text)
         zones.append(zone)
         auth.append(spec.authorisable)
 
@@ -122,5 +143,7 @@ def judgment_example(rng: random.Random, notice_families: tuple[str, ...]) -> tu
         f"Window: {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC",
     ])
     questions = "\n".join(f"{i + 1}. {q}" for i, q in enumerate(QUESTIONS))
-    text = f"{request}\n\nNOTICES\n" + "\n\n".join(texts) + f"\n\nQUESTIONS\n{questions}"
-    return text, answers(route, height_m, start, end, zones, auth)
+    listed = "\n\n".join(f"[{i + 1}] {t}" for i, t in enumerate(notices))
+    text = f"{request}\n\nNOTICES\n{listed}\n\nQUESTIONS\n{questions}"
+    return JudgmentCase(text, answers(route, height_m, start, end, zones, auth), route, height_m, start, end,
+                        notices, zones)

@@ -118,6 +118,13 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         lines += ["", f"Linked judgments ({j['n']} cases): accuracy {j['accuracy']:.3f} decided jointly "
                       f"({j['violations']} rule violations), {j['alone_accuracy']:.3f} answering each question "
                       f"on its own ({j['alone_violations']} cases violating a rule)."]
+        if g := j.get("with_geometry"):
+            lines += ["", f"With the geometric answers (does the route enter a zone, within its limits, while in "
+                          f"force) computed by code from the zones the model extracts from the {g['notices']} notices "
+                          f"({g['failed_notices']} failed) and given as known facts, as `examples/dispatch_demo.py` "
+                          f"does: accuracy {g['accuracy']:.3f} ({g['violations']} rule violations; those facts right "
+                          f"{g['facts_accuracy']:.3f}); from the true zones' geometry instead, "
+                          f"{g['accuracy_true_geometry']:.3f}."]
     if evaluation.get("real_dev"):
         lines += ["", "Real dev notices, Q-line fields, location and validity: "
                       f"{evaluation['real_dev']['qline_location_validity_em']:.3f} field exact match."]

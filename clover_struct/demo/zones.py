@@ -1,7 +1,7 @@
 """3D no-fly volumes from NoFlyZone records: extruded footprints, GeoJSON, a route check.
 
 Pure geometry over shapely and aware datetimes. Knows nothing of models, decoding or
-plotting: records in, volumes, GeoJSON dicts and conflicts out.
+plotting: records in, volumes, GeoJSON dicts, conflicts and a flight's geometric facts out.
 """
 
 from __future__ import annotations
@@ -185,6 +185,22 @@ def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
                                 hits[0].time if hits else None, hits[-1].time if hits else None,
                                 "" if hits else _why_not(v, over[0])))
     return sorted(out, key=lambda c: (c.leg, c.enter))
+
+
+def route_facts(route: list[tuple[float, float]], height_m: float, start: datetime, end: datetime,
+                zones: list[NoFlyZone]) -> dict[str, bool]:
+    """What geometry answers about a flight of (lat, lon) points at height_m above ground
+    during [start, end], under DispatchJudgments' names, to pass to `decide` as known facts:
+    does the track enter a zone's footprint (crosses_zone), is the height within the limits
+    of a zone it enters (vertical_overlap), is such a zone in force during the window
+    (time_overlap), and is one zone entered within its limits while in force (conflict)."""
+    track = LineString([(lon, lat) for lat, lon in route])
+    entered = [v for v in (volume(str(k), z) for k, z in enumerate(zones)) if v.footprint.intersects(track)]
+    within = [v.floor_m <= altitude_in(v.floor_ref, height_m)
+              and (v.ceiling_m is None or altitude_in(v.ceiling_ref, height_m) <= v.ceiling_m) for v in entered]
+    in_force = [v.active_during(start, end) for v in entered]
+    return {"crosses_zone": bool(entered), "vertical_overlap": any(within), "time_overlap": any(in_force),
+            "conflict": any(w and f for w, f in zip(within, in_force))}
 
 
 def route_window(route: list[Waypoint]) -> tuple[datetime, datetime]:

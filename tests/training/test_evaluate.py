@@ -53,3 +53,30 @@ def test_sets_runs_only_the_sets_named(monkeypatch, capsys):
     assert list(report) == ["zones", "dispatch"] and report["zones"]["valid_rate"] == 0.0
     with pytest.raises(SystemExit, match="unknown dispach"):
         ev.main(["--quick", "--sets", "dispach"])
+
+
+def test_judgments_with_geometry_take_the_facts_from_the_extracted_zones(monkeypatch):
+    """The geometric answers come from the zones extracted from each notice: from the true
+    zones they are all right, and from failed notices (no zones) they say nothing is crossed."""
+    from clover_struct.schemas.dispatch import Action, DispatchJudgments
+    from training.generate import judgment_cases
+
+    cases = judgment_cases(12, 5)
+
+    def decide(text, schema, model=None, rules=None, known=None, joint=True):
+        k = {"crosses_zone": False, "vertical_overlap": False, "time_overlap": False, "conflict": False, **(known or {})}
+        return DispatchJudgments(**k, authorisation_needed=k["conflict"], route_must_change=False,
+                                 can_start_now=not k["conflict"],
+                                 action=Action.REQUEST_AUTHORISATION if k["conflict"] else Action.PROCEED)
+
+    monkeypatch.setattr(ev, "decide", decide)
+    monkeypatch.setattr(ev, "extract_many", lambda texts, *a, **k: [z for c in cases for z in c.zones])
+    right = ev.score_judgments(cases, model=None)["with_geometry"]
+    assert right["facts_accuracy"] == 1.0 and right["accuracy"] == right["accuracy_true_geometry"]
+    assert right["failed_notices"] == 0 and right["notices"] == sum(len(c.notices) for c in cases)
+
+    monkeypatch.setattr(ev, "extract_many", lambda texts, *a, **k: [ExtractionError("x", "no")] * len(texts))
+    failed = ev.score_judgments(cases, model=None)["with_geometry"]
+    crossed = sum(c.gold.crosses_zone for c in cases)
+    assert failed["failed_notices"] == failed["notices"] and 0 < crossed < len(cases)
+    assert failed["facts_accuracy"] < 1.0 and failed["accuracy"] < right["accuracy"]

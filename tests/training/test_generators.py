@@ -11,7 +11,8 @@ from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.dispatch import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.notam import Notam
 from training import families
-from training.generate import FAMILIES, HELDOUT_FAMILY, KINDS, examples, main, sample
+from clover_struct.demo.zones import route_facts
+from training.generate import FAMILIES, HELDOUT_FAMILY, KINDS, examples, judgment_cases, main, sample
 
 SCHEMA = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judgment": DispatchJudgments}
 SEEDS = {"notam": 400, "zone": 400, "dispatch": 300, "judgment": 150}
@@ -53,6 +54,24 @@ def test_judgments_follow_the_rules_and_vary(drawn):
     assert all(judgment_rules_hold(g) for g in golds)
     assert {g.action.value for g in golds} == {"proceed", "request_authorisation", "delay", "reroute"}
     assert 0.15 < sum(g.conflict for g in golds) / len(golds) < 0.6
+
+
+def test_judgment_cases_are_the_examples_with_their_parts():
+    cases = judgment_cases(40, 7)
+    assert [(c.text, c.gold) for c in cases] == examples("judgment", 40, 7)
+    for c in cases:
+        assert len(c.notices) == len(c.zones) and all(f"] {n}" in c.text for n in c.notices)
+
+
+def test_route_facts_from_the_gold_zones_are_the_gold_geometric_answers():
+    """The library's geometry (what dispatch_demo and evaluation give `decide` as known facts)
+    agrees with the generator's answers on every case, each kind of answer seen both ways."""
+    seen = set()
+    for c in judgment_cases(150, 11):
+        facts = route_facts(c.route, c.height_m, c.start, c.end, c.zones)
+        assert facts == {k: getattr(c.gold, k) for k in facts}, c.text
+        seen |= set(facts.items())
+    assert len(seen) == 8
 
 
 def test_dispatch_task_counts_and_kinds(drawn):

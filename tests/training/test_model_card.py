@@ -14,7 +14,9 @@ EVALUATION = {
                   "per_field": {"fir": 0.992, "qcode": 0.954}},
     "heldout_family": {"n": 200, "valid_rate": 1.0, "field_em": 0.871, "record_em": 0.5, "seconds_per_record": 0.3},
     "real_dev": None,
-    "judgments": {"n": 200, "accuracy": 0.962, "alone_accuracy": 0.95, "violations": 0, "alone_violations": 7},
+    "judgments": {"n": 200, "accuracy": 0.962, "alone_accuracy": 0.95, "violations": 0, "alone_violations": 7,
+                  "with_geometry": {"accuracy": 0.971, "violations": 0, "facts_accuracy": 0.93, "notices": 410,
+                                    "failed_notices": 4, "accuracy_true_geometry": 0.99}},
 }
 
 
@@ -45,7 +47,8 @@ def test_card_numbers_come_from_the_run_and_the_evaluation(tmp_path):
                    "0.950 answering each question on its own (7 cases", "synthetic field_em: 0.981 (target 0.97) met",
                    "heldout_family field_em: 0.871 (target 0.9) NOT met", "loss 0.0312",
                    "--warm-steps 300 --warm-mix copy=0.5,notam=0.5", "the first 300 steps are causal", "on copy 0.5, notam 0.5;",
-                   "Per field, synthetic: fir 0.99, qcode 0.95."):
+                   "Per field, synthetic: fir 0.99, qcode 0.95.", "from the 410 notices (4 failed)",
+                   "accuracy 0.971 (0 rule violations; those facts right 0.930); from the true zones' geometry instead, 0.990."):
         assert needle in text, needle
     assert "real_dev" not in text   # absent sets are left out, not scored as zero
     assert {p.name for p in (tmp_path / "ship").iterdir()} == {
