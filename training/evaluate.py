@@ -150,8 +150,9 @@ def score_judgments(cases, model) -> dict:
                  violations=0, alone_violations=0, geo_violations=0, failed_notices=0)
     for c in cases:
         zones = [next(extracted) for _ in c.notices]
-        count["failed_notices"] += sum(isinstance(z, ExtractionError) for z in zones)
-        facts = route_facts(c.route, c.height_m, c.start, c.end, [z for z in zones if not isinstance(z, ExtractionError)])
+        good = [z for z in zones if not isinstance(z, ExtractionError)]
+        count["failed_notices"] += len(zones) - len(good)
+        facts = route_facts(c.route, c.height_m, c.start, c.end, good)
         true_facts = route_facts(c.route, c.height_m, c.start, c.end, c.zones)
         joint, geo, true_geo = (_decide_or_none(c.text, model, rules, known) for known in (None, facts, true_facts))
         alone = decide(c.text, DispatchJudgments, model=model, joint=False)
@@ -159,7 +160,7 @@ def score_judgments(cases, model) -> dict:
         count["geo_violations"] += geo is None or not judgment_rules_hold(geo)
         count["alone_violations"] += not judgment_rules_hold(alone)
         for k, v in c.gold.model_dump().items():
-            for name, answer in (("hits", joint), ("alone_hits", alone), ("geo_hits", geo), ("true_geo_hits", true_geo)):
+            for name, answer in ("hits", joint), ("alone_hits", alone), ("geo_hits", geo), ("true_geo_hits", true_geo):
                 count[name] += answer is not None and getattr(answer, k) == v
             count["total"] += 1
         for k, v in facts.items():
