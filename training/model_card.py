@@ -48,14 +48,23 @@ def stage_summary(state: dict, last_log: dict | None, out: str, hardware: str | 
 
 
 def training_summary(run: Path, hardware: str | None) -> dict:
-    """The run in `run`; a run started from another one's weights (--init) holds that one as `before`."""
+    """The run in `run`; a run started from another one's weights (--init) holds that one as
+    `before`, and so on back to the first stage."""
     state = json.loads((run / "train_state.json").read_text())
     log = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines() if line.strip()]
-    summary = stage_summary(state, log[-1] if log else None, "runs/mini", hardware)
-    if state.get("before"):
-        before = state["before"]
-        summary["before"] = stage_summary(before, before.get("last_log"), state["args"]["init"])
+    return _chain(state, log[-1] if log else None, "runs/mini", hardware)
+
+
+def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = None) -> dict:
+    summary = stage_summary(state, last_log, out, hardware)
+    if before := state.get("before"):
+        summary["before"] = _chain(before, before.get("last_log"), state["args"]["init"])
     return summary
+
+
+def _stages(t: dict) -> list[dict]:
+    """The stages of a training summary, first first."""
+    return (_stages(t["before"]) if t.get("before") else []) + [t]
 
 
 def render(config: dict, training: dict, evaluation: dict) -> str:
@@ -86,7 +95,7 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         "## Training",
         "",
     ]
-    stages = [t["before"], t] if t.get("before") else [t]
+    stages = _stages(t)
     for k, s in enumerate(stages):
         a = s["args"]
         origin = ("tokenizer trained by the same command" if k == 0 else

@@ -20,7 +20,7 @@ EVALUATION = {
 }
 
 
-def fake_run(path, minutes=12.5, device=None, before=None):
+def fake_run(path, minutes=12.5, device=None, before=None, init="runs/first"):
     path.mkdir()
     config = ModelConfig(vocab_size=600, mask_token_id=1, pad_token_id=0, eos_token_id=2, **T.CONFIGS["tiny"])
     (path / "config.json").write_text(json.dumps(config.to_dict()))
@@ -32,7 +32,7 @@ def fake_run(path, minutes=12.5, device=None, before=None):
     if before:   # a second stage (train.py --init): the first one's state rides along
         first = json.loads((before / "train_state.json").read_text())
         state["before"] = {**first, "last_log": {"loss": 0.5, "acc_value": 0.7}}
-        args.update(init="runs/first", seed=1, warm_steps=0, lr=0.0005)
+        args.update(init=init, seed=1, warm_steps=0, lr=0.0005)
     (path / "train_state.json").write_text(json.dumps(state))
     (path / "train_log.jsonl").write_text(json.dumps({"step": 1230, "loss": 0.0312, "acc_value": 0.987}) + "\n")
 
@@ -86,3 +86,18 @@ def test_a_second_stage_card_gives_both_commands(tmp_path):
     assert "--seed 1" in second and "--warm-steps 0" in second and "--init runs/first" in second
     assert "from the weights and tokenizer of stage 1" in second and "lr 0.0005" in second
     assert "loss 0.0312" in second and "causal" not in second.partition("## Scores")[0]
+
+
+def test_a_third_stage_card_gives_all_three_commands(tmp_path):
+    fake_run(tmp_path / "first", device="cuda")
+    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first")
+    fake_run(tmp_path / "third", minutes=75, before=tmp_path / "second", init="runs/second")
+    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
+    text = MC.write(tmp_path / "third", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores").read_text()
+    first, _, rest = text.partition("- stage 2: ")
+    second, _, third = rest.partition("- stage 3: ")
+    assert "- stage 1: `python -m training.train --out runs/first --config tiny --minutes 12.5 --device cuda" in first
+    assert "`python -m training.train --out runs/second --config tiny --minutes 90" in second
+    assert "--init runs/first" in second and "from the weights and tokenizer of stage 1" in second
+    assert "`python -m training.train --out runs/mini --config tiny --minutes 75" in third
+    assert "--init runs/second" in third and "from the weights and tokenizer of stage 2" in third
