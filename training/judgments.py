@@ -94,11 +94,6 @@ class JudgmentCase:
     zones: list[NoFlyZone]
 
 
-def judgment_example(rng: random.Random, notice_families: tuple[str, ...]) -> tuple[str, DispatchJudgments]:
-    case = judgment_case(rng, notice_families)
-    return case.text, case.gold
-
-
 def judgment_case(rng: random.Random, notice_families: tuple[str, ...]) -> JudgmentCase:
     lat, lon = draw.world_point(rng, 70.0)
     lon = max(-175.0, min(175.0, lon))
@@ -116,7 +111,7 @@ def judgment_case(rng: random.Random, notice_families: tuple[str, ...]) -> Judgm
         height_text, height_m = f"{(h := rng.randrange(50, 1300, 10))} ft AGL", h * 0.3048
 
     notices, zones, auth = [], [], []
-    for i in range(rng.randint(1, 3)):
+    for _ in range(rng.randint(1, 3)):
         anchor = rng.choice(route)
         near = rng.random() < 0.75
         offset = rng.uniform(0, 3000) if near else rng.uniform(15_000, 60_000)
