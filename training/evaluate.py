@@ -163,9 +163,8 @@ def score_judgments(cases, model) -> dict:
             for name, answer in ("hits", joint), ("alone_hits", alone), ("geo_hits", geo), ("true_geo_hits", true_geo):
                 count[name] += answer is not None and getattr(answer, k) == v
             count["total"] += 1
-        for k, v in facts.items():
-            count["fact_hits"] += v == getattr(c.gold, k)
-            count["facts"] += 1
+        count["fact_hits"] += sum(v == getattr(c.gold, k) for k, v in facts.items())
+        count["facts"] += len(facts)
     total = max(count["total"], 1)
     return {"n": len(cases), "accuracy": count["hits"] / total, "alone_accuracy": count["alone_hits"] / total,
             "violations": count["violations"], "alone_violations": count["alone_violations"],
