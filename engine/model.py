@@ -27,6 +27,7 @@ Knows nothing of schemas or text: token ids in, logits out.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
 import torch
 import torch.nn.functional as F
@@ -90,6 +91,21 @@ class Step:
         self.positions = cols[None, :] - pad[:, None]           # [B, T] RoPE positions
         self.valid = self.positions >= 0                         # [B, T] False on left padding
 
+    @cached_property
+    def attention_mask(self) -> torch.Tensor:
+        """[B, 1, T or 1, keys] bool, built once for all attention layers: key j is visible to
+        query i when it is not padding, and before i or both are inside the bidirectional block."""
+        T = self.positions.shape[1]
+        qcol = torch.arange(self.start, self.start + T, device=self.pad.device)
+        kcol = torch.arange(self.start + T, device=self.pad.device)
+        not_pad = kcol[None, None, :] >= self.pad[:, None, None]           # [B, 1, S]
+        if self.bidir_from == 0:   # every new token is in the block: it sees every key
+            return not_pad[:, None]
+        b0 = self.start + self.bidir_from
+        see = (kcol[None, :] <= qcol[:, None]) | ((qcol[:, None] >= b0) & (kcol[None, :] >= b0))
+        mask = see[None] & not_pad
+        return (mask | (kcol[None, None, :] == qcol[None, :, None]))[:, None]   # a padding query sees itself, never NaN
+
 
 class GatedAttention(nn.Module):
     def __init__(self, c: ModelConfig, layer: int):
@@ -123,17 +139,7 @@ class GatedAttention(nn.Module):
             v = torch.cat([s.cache.values[self.layer], v], 2)
         if s.cache is not None and s.commit:
             s.cache.keys[self.layer], s.cache.values[self.layer] = k, v
-        S = k.shape[2]
-        # key j visible to query i: not padding, and causal or both inside the bidirectional block
-        qcol = torch.arange(s.start, s.start + T, device=x.device)
-        kcol = torch.arange(S, device=x.device)
-        see = kcol[None, :] <= qcol[:, None]
-        see = see | ((qcol[:, None] >= s.start + s.bidir_from) & (kcol[None, :] >= s.start + s.bidir_from))
-        mask = see[None] & (kcol[None, None, :] >= s.pad[:, None, None])
-        mask = mask | (kcol[None, None, :] == qcol[None, :, None])   # a padding query sees itself, never NaN
-        rep = self.heads // self.kv_heads
-        out = F.scaled_dot_product_attention(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1),
-                                             attn_mask=mask[:, None])
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=s.attention_mask, enable_gqa=True)
         out = out.transpose(1, 2).reshape(B, T, -1) * torch.sigmoid(gate.reshape(B, T, -1))
         return self.o_proj(out)
 
