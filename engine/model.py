@@ -103,8 +103,8 @@ class Step:
             return not_pad[:, None]
         b0 = self.start + self.bidir_from
         see = (kcol[None, :] <= qcol[:, None]) | ((qcol[:, None] >= b0) & (kcol[None, :] >= b0))
-        mask = see[None] & not_pad
-        return (mask | (kcol[None, None, :] == qcol[None, :, None]))[:, None]   # a padding query sees itself, never NaN
+        itself = kcol[None, None, :] == qcol[None, :, None]   # a padding query sees itself, never NaN
+        return (see[None] & not_pad | itself)[:, None]
 
 
 class GatedAttention(nn.Module):
