@@ -96,11 +96,11 @@ class Step:
         """[B, 1, T or 1, keys] bool, built once for all attention layers: key j is visible to
         query i when it is not padding, and before i or both are inside the bidirectional block."""
         T = self.positions.shape[1]
-        qcol = torch.arange(self.start, self.start + T, device=self.pad.device)
         kcol = torch.arange(self.start + T, device=self.pad.device)
         not_pad = kcol[None, None, :] >= self.pad[:, None, None]           # [B, 1, S]
         if self.bidir_from == 0:   # every new token is in the block: it sees every key
             return not_pad[:, None]
+        qcol = torch.arange(self.start, self.start + T, device=self.pad.device)
         b0 = self.start + self.bidir_from
         see = (kcol[None, :] <= qcol[:, None]) | ((qcol[:, None] >= b0) & (kcol[None, :] >= b0))
         itself = kcol[None, None, :] == qcol[None, :, None]   # a padding query sees itself, never NaN
