@@ -213,23 +213,18 @@ class Experts(nn.Module):
 
     def forward(self, x, expert, weight):
         # N tokens, A active experts per token, D model dim; expert, weight: [N, A]
-        N, A = expert.shape
-        flat = expert.reshape(-1)
-        order = flat.argsort()
-        token = order // A                                   # token of each sorted (token, slot) pair
-        counts = torch.bincount(flat, minlength=self.gate_up_proj.shape[0]).tolist()
-        out = torch.zeros_like(x)
-        begin = 0
-        for e, n in enumerate(counts):
-            if n == 0:
-                continue
-            idx = order[begin:begin + n]
-            rows = token[begin:begin + n]
-            gate, up = F.linear(x[rows], self.gate_up_proj[e]).chunk(2, -1)
-            y = F.linear(F.silu(gate) * up, self.down_proj[e]) * weight.reshape(-1)[idx, None]
-            out.index_add_(0, rows, y.to(out.dtype))
-            begin += n
-        return out
+        A = expert.shape[1]
+        order = expert.reshape(-1).argsort()                 # the N*A (token, expert) pairs by expert
+        token = order // A
+        counts = torch.bincount(expert.reshape(-1), minlength=self.gate_up_proj.shape[0]).tolist()
+        # one gather in, one scatter out; each expert works on a contiguous run of rows
+        outs = []
+        for e, rows in enumerate(x[token].split(counts)):
+            if len(rows):
+                gate, up = F.linear(rows, self.gate_up_proj[e]).chunk(2, -1)
+                outs.append(F.linear(F.silu(gate) * up, self.down_proj[e]))
+        y = torch.cat(outs) * weight.reshape(-1)[order, None]
+        return torch.zeros_like(x).index_add_(0, token, y.to(x.dtype))
 
 
 class Router(nn.Module):
