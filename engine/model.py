@@ -213,10 +213,10 @@ class Experts(nn.Module):
 
     def forward(self, x, expert, weight):
         # N tokens, A active experts per token, D model dim; expert, weight: [N, A]
-        A = expert.shape[1]
-        order = expert.reshape(-1).argsort()                 # the N*A (token, expert) pairs by expert
-        token = order // A
-        counts = torch.bincount(expert.reshape(-1), minlength=self.gate_up_proj.shape[0]).tolist()
+        flat = expert.reshape(-1)
+        order = flat.argsort()                               # the N*A (token, expert) pairs by expert
+        token = order // expert.shape[1]
+        counts = torch.bincount(flat, minlength=self.gate_up_proj.shape[0]).tolist()
         # one gather in, one scatter out; each expert works on a contiguous run of rows
         outs = []
         for e, rows in enumerate(x[token].split(counts)):
