@@ -9,6 +9,8 @@ Knows nothing of models, decoding or how notices are generated.
 Conventions matching the reference values of the real-notice evaluation set: a blank
 Q-line part (``KZXY/QOBXX/IV/M//000//...``) is None here where the reference writes '';
 padded parts (``M  /A /``) are copied trimmed; ``valid_to`` is None for ``C) PERM``.
+Item C is copied whole (``PERM``, ``2507011200``, ``2507011200EST``): ``permanent`` and
+``estimated`` are read from the copy, so the model answers no yes/no question for them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .units import Q_COORDINATES, TIME10, parse_q_coordinates, parse_yymmddhhmm
 
 NOTAM_ID = r"^[A-Z]?\d{1,4}/\d{2,4}$"  # A1234/23 (ICAO series/number/year), 07/215 (FAA)
+# Item C as written: PERM, or YYMMDDhhmm (checked digit by digit like item B) with EST for an estimate.
+ITEM_C = rf"^(PERM|{TIME10[1:-1]}( ?EST)?)$"
 # Items F/G as published: SFC, GND, UNL, FL195, 1800FT AMSL, 150M AGL, 500 FT MSL.
 LIMIT_TEXT = r"^(SFC|GND|UNL|FL ?\d{2,3}|\d{1,6}(\.\d{1,3})? ?(FT|M)( ?(AMSL|AGL|MSL|SFC|GND))?)$"
 
@@ -63,10 +67,8 @@ class Notam(BaseModel):
     )
     valid_from_raw: str = Field(pattern=TIME10, description="item B: start as written, YYMMDDhhmm UTC")
     valid_to_raw: Optional[str] = Field(
-        None, pattern=TIME10, description="item C: end as written, YYMMDDhhmm UTC, without EST; null if PERM or absent"
+        None, pattern=ITEM_C, description="item C as written: YYMMDDhhmm UTC, with EST if estimated, or PERM; null if absent"
     )
-    permanent: bool = Field(False, description="true when item C is PERM")
-    estimated: bool = Field(False, description="true when item C ends with EST")
     schedule: Optional[str] = Field(
         None, max_length=200, description="item D: schedule as written, e.g. MON-FRI 0630-1415; null if absent",
         json_schema_extra={"max_tokens": 64},
@@ -77,8 +79,8 @@ class Notam(BaseModel):
     @field_validator("valid_from_raw", "valid_to_raw")
     @classmethod
     def _real_time(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None:
-            parse_yymmddhhmm(v)  # raises ValueError naming the value
+        if v is not None and v != "PERM":
+            parse_yymmddhhmm(v[:10])  # raises ValueError naming the value
         return v
 
     @field_validator("q_coordinates")
@@ -89,11 +91,7 @@ class Notam(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Notam":
-        if self.permanent and (self.valid_to_raw is not None or self.estimated):
-            raise ValueError("a PERM notice has no end time and cannot be EST: set valid_to_raw null, estimated false")
-        if self.estimated and self.valid_to_raw is None:
-            raise ValueError("estimated=true needs the end time in valid_to_raw")
-        if self.valid_to_raw is not None and self.valid_to < self.valid_from:
+        if self.valid_to is not None and self.valid_to < self.valid_from:
             raise ValueError(f"item C {self.valid_to_raw} is before item B {self.valid_from_raw}")
         if self.q_upper is not None and int(self.q_upper) < int(self.q_lower):
             raise ValueError(f"Q-line upper limit {self.q_upper} is below the lower limit {self.q_lower}")
@@ -128,4 +126,12 @@ class Notam(BaseModel):
 
     @property
     def valid_to(self) -> Optional[datetime]:
-        return None if self.valid_to_raw is None else parse_yymmddhhmm(self.valid_to_raw)
+        return None if self.valid_to_raw in (None, "PERM") else parse_yymmddhhmm(self.valid_to_raw[:10])
+
+    @property
+    def permanent(self) -> bool:
+        return self.valid_to_raw == "PERM"
+
+    @property
+    def estimated(self) -> bool:
+        return self.valid_to_raw is not None and self.valid_to_raw.endswith("EST")

@@ -212,15 +212,19 @@ def _q_line(v: NotamValues, pad: bool) -> str:
     return f"{v.fir}/{v.qcode or ''}/{v.traffic or ''}/{purpose}/{scope}/{v.lower_fl:03d}/{upper}/{coords}{v.radius_nm:03d}"
 
 
-def render(v: NotamValues, layout: str, rng: random.Random) -> str:
-    """The notice as one of the NOTAM_LAYOUTS writes it."""
+def item_c(v: NotamValues, rng: random.Random) -> Optional[str]:
+    """Item C as the notice writes it (PERM, 2507011200, 2507011200EST or ... EST), None if absent."""
+    if v.permanent:
+        return "PERM"
+    if v.valid_to is None:
+        return None
+    return yymmddhhmm(v.valid_to) + rng.choice(["EST", "EST", " EST"]) * v.estimated
+
+
+def render(v: NotamValues, c: Optional[str], layout: str, rng: random.Random) -> str:
+    """The notice as one of the NOTAM_LAYOUTS writes it, with item C `c`."""
     header = None if v.notam_id is None else " ".join(x for x in (v.notam_id, v.notam_type, v.replaces) if x)
     b = yymmddhhmm(v.valid_from)
-    c = None
-    if v.permanent:
-        c = "PERM"
-    elif v.valid_to is not None:
-        c = yymmddhhmm(v.valid_to) + rng.choice(["EST", "EST", " EST"]) * v.estimated
     q = "Q) " + _q_line(v, pad=layout in ("notam_icao", "notam_aftn") and rng.random() < 0.5)
     a_b_c = [f"A) {v.location}", f"B) {b}"] + ([f"C) {c}"] if c else [])
     d = [f"D) {v.schedule}"] if v.schedule else []
@@ -245,7 +249,7 @@ def render(v: NotamValues, layout: str, rng: random.Random) -> str:
     return eol.join(lines if header else lines[1:])
 
 
-def notam_gold(v: NotamValues) -> Notam:
+def notam_gold(v: NotamValues, c: Optional[str]) -> Notam:
     lat_m, lon_m = v.q_minutes
     return Notam(
         notam_id=v.notam_id, notam_type=v.notam_type, replaces=v.replaces, fir=v.fir, qcode=v.qcode,
@@ -253,14 +257,14 @@ def notam_gold(v: NotamValues) -> Notam:
         q_upper=None if v.upper_fl is None else f"{v.upper_fl:03d}",
         q_coordinates=draw.q_coordinates(lat_m / 60, lon_m / 60), q_radius=f"{v.radius_nm:03d}",
         location=v.location, valid_from_raw=yymmddhhmm(v.valid_from),
-        valid_to_raw=None if v.valid_to is None else yymmddhhmm(v.valid_to),
-        permanent=v.permanent, estimated=v.estimated, schedule=v.schedule, lower=v.lower, upper=v.upper,
+        valid_to_raw=c, schedule=v.schedule, lower=v.lower, upper=v.upper,
     )
 
 
 def notam_example(rng: random.Random, layout: str) -> tuple[str, Notam]:
     v = draw_values(rng, layout)
-    return render(v, layout, rng), notam_gold(v)
+    c = item_c(v, rng)
+    return render(v, c, layout, rng), notam_gold(v, c)
 
 
 # -- precise zones in item E (NoFlyZone targets) ------------------------------------------------
@@ -366,4 +370,4 @@ def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, N
         valid_from_raw=yymmddhhmm(start), valid_to_raw=None if spec.end is None else yymmddhhmm(spec.end),
         utc_offset_hours=0, schedule=schedule, uas_only=spec.uas_only, reason=reason,
     )
-    return render(v, layout, rng), gold
+    return render(v, item_c(v, rng), layout, rng), gold

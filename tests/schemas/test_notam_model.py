@@ -28,15 +28,29 @@ def test_properties_decode_the_copied_fields():
 
 
 def test_permanent_and_blank_parts():
-    n = Notam(**{**BASE, "valid_to_raw": None, "permanent": True, "q_upper": None, "scope": None, "qcode": None})
+    n = Notam(**{**BASE, "valid_to_raw": "PERM", "q_upper": None, "scope": None, "qcode": None})
+    assert n.permanent and not n.estimated
     assert n.valid_to is None and n.upper_fl is None and n.scope is None
+
+
+@pytest.mark.parametrize("item_c", ["3107061800EST", "3107061800 EST"])
+def test_estimated_end(item_c):
+    n = Notam(**{**BASE, "valid_to_raw": item_c})
+    assert n.estimated and not n.permanent
+    assert n.valid_to == datetime(2031, 7, 6, 18, 0, tzinfo=timezone.utc)
+
+
+def test_no_item_c():
+    n = Notam(**{**BASE, "valid_to_raw": None})
+    assert n.valid_to is None and not n.permanent and not n.estimated
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"permanent": True}, "PERM"),
-        ({"valid_to_raw": None, "estimated": True}, "estimated"),
+        ({"valid_to_raw": "3107061800E"}, "should match pattern"),
+        ({"valid_to_raw": "PERM EST"}, "should match pattern"),
+        ({"valid_to_raw": "3107321800EST"}, "should match pattern"),   # day 32
         ({"valid_to_raw": "3107031800"}, "before item B"),
         ({"q_lower": "100", "q_upper": "050"}, "below the lower"),
         ({"replaces": "K0400/31"}, "NOTAMR"),

@@ -5,6 +5,7 @@ skipped where it is absent. Nothing from it is stored here; failures print ids o
 """
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -63,6 +64,21 @@ def test_reference_values_match_field_patterns(field, to_fields):
     assert not bad, f"{len(bad)} reference `{field}` values cannot be expressed:\n" + "\n".join(bad[:10])
 
 
+def test_item_c_as_written_fits():
+    """Item C is copied whole: every form the real notices write (PERM, a time, a time with EST)."""
+    forms, bad = set(), []
+    for row in rows():
+        for c in re.findall(r"\bC\) ?([^\n]*?)\s*(?=\b[D-G]\)|\)?$)", row["text"], flags=re.M):
+            forms.add(re.sub(r"\d", "d", c))
+            try:
+                Notam(**{**BASE, "valid_from_raw": "0001010000", "valid_to_raw": c})
+            except ValidationError as e:
+                bad.append(f"{row['id']}: {e.errors()[0]['msg']}")
+    assert not bad, f"{len(bad)} item C values cannot be copied:\n" + "\n".join(bad[:10])
+    print("item C forms:", sorted(forms))
+    assert {"PERM", "dddddddddd"} <= forms
+
+
 def test_properties_reproduce_reference_values():
     """Write each reference Q-line and B/C as the copied fields would hold them; the
     properties must give back the reference numbers and datetimes."""
@@ -81,10 +97,10 @@ def test_properties_reproduce_reference_values():
         if isinstance(ref.get("valid_from"), str):
             fields["valid_from_raw"] = datetime.fromisoformat(ref["valid_from"]).strftime("%y%m%d%H%M")
             if ref["valid_to"] == "PERM":
-                fields["permanent"] = True
+                fields["valid_to_raw"] = "PERM"
             elif ref["valid_to"]:
-                fields["valid_to_raw"] = datetime.fromisoformat(ref["valid_to"]).strftime("%y%m%d%H%M")
-                fields["estimated"] = bool(ref.get("valid_to_est"))
+                end = datetime.fromisoformat(ref["valid_to"]).strftime("%y%m%d%H%M")
+                fields["valid_to_raw"] = end + "EST" * bool(ref.get("valid_to_est"))
         n = Notam(**fields)
         assert (n.center_lat, n.center_lon) == pytest.approx((ref["center_lat"], ref["center_lon"]), abs=1e-6), row["id"]
         assert (n.lower_fl, n.upper_fl, n.radius_nm) == (ref["lower_fl"], ref["upper_fl"], ref["radius_nm"]), row["id"]
@@ -92,6 +108,7 @@ def test_properties_reproduce_reference_values():
         if isinstance(ref.get("valid_from"), str):
             assert n.valid_from.isoformat() == ref["valid_from"], row["id"]
             assert (n.valid_to.isoformat() if n.valid_to else "PERM") == ref["valid_to"], row["id"]
+            assert (n.permanent, n.estimated) == (ref["valid_to"] == "PERM", bool(ref.get("valid_to_est"))), row["id"]
         checked += 1
     assert checked > 400
 
