@@ -54,9 +54,10 @@ def test_extracts_a_notice_it_never_saw(model):
 def test_decodes_the_same_records_on_cuda(model):
     """The whole decoding path on CUDA (prefill, cached block steps, constraints, commits,
     batched rows of different lengths) gives the CPU's NOTAM records, in float32 without TF32.
-    Only where the model is sure: on NoFlyZone, which it reads poorly, 6 of 24 records
-    differed (H200, 2026-11-30), a near tie tipping the other way and the rest of the slot
-    following it, as the forward-pass counts of the same NOTAMs do (121 on CPU, 119 on CUDA)."""
+    Only where the model is sure: on an H200 (2026-11-30, a candidate model of that day) 24
+    generated NOTAMs came out the same on both, in 121 forward passes on the CPU and 119 on
+    CUDA, while 6 of 24 NoFlyZone records, which it reads poorly, differed: a near tie tipping
+    the other way, and the rest of the slot following it."""
     from training.generate import examples
 
     texts = [NOTICE] + [t for t, _ in examples("notam", 15, seed=7)]
