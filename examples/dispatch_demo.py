@@ -7,7 +7,8 @@
    what geometry answers better than a model (does the route enter the zone, at
    an altitude and a time inside its limits) is computed with shapely
    (clover_struct.demo.zones.route_facts) and given as known facts; the model decides the rest (authorisation, can it start,
-   must the route change, the action) jointly, never against the rules.
+   must the route change, the action) jointly, never against the rules. When the notice
+   cannot be extracted, the run says so and the model decides every answer.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import argparse
 import datetime as dt
 import sys
 
-from clover_struct import CloverError, decide, extract, load_model, predicate
+from clover_struct import CloverError, ExtractionError, decide, extract, load_model, predicate
 from clover_struct.demo.zones import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, judgment_rules_hold
 
@@ -50,10 +51,15 @@ def main(argv=None) -> int:
         print(f"dispatch from {message.sender} at {message.issued_utc}:")
         for n, task in enumerate(message.tasks, 1):
             print(f"  {n}. {task.kind}: {task.model_dump(exclude={'kind'}, mode='json')}")
-        zone = extract(NOTICE, NoFlyZone, model=model)
-        known = route_facts(ROUTE, ALTITUDE_M, *WINDOW, [zone])
-        print(f"zone: {zone.radius_m} m around ({zone.center_lat}, {zone.center_lon}), "
-              f"{zone.floor_m}-{zone.ceiling_m} m, {zone.valid_from} to {zone.valid_to}; from geometry: {known}")
+        try:
+            zone = extract(NOTICE, NoFlyZone, model=model)
+        except ExtractionError as e:   # no zone, no geometry: the model decides every answer
+            known = None
+            print(f"zone: not extracted ({e}); every answer is the model's")
+        else:
+            known = route_facts(ROUTE, ALTITUDE_M, *WINDOW, [zone])
+            print(f"zone: {zone.radius_m} m around ({zone.center_lat}, {zone.center_lon}), "
+                  f"{zone.floor_m}-{zone.ceiling_m} m, {zone.valid_from} to {zone.valid_to}; from geometry: {known}")
         answers = decide(request_text(), DispatchJudgments, model=model, known=known,
                          rules=[predicate(judgment_rules_hold)])
     except CloverError as e:

@@ -4,7 +4,7 @@ import importlib.util
 from pathlib import Path
 
 from clover_struct.demo.zones import route_facts
-from clover_struct.schemas import DispatchJudgments, judgment_rules_hold
+from clover_struct.schemas import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.airspace import CircleArea, Limit, NoFlyZone, Position
 from test_decoder import tiny_model
 
@@ -57,3 +57,26 @@ def test_runs_end_to_end(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
             {k: v == "True" if v in ("True", "False") else v for k, v in answers.items()}))
     else:
         assert code == 2 and out.err.startswith("dispatch demo: ") and len(out.err.splitlines()) == 1
+
+
+def test_a_notice_that_fails_leaves_every_answer_to_the_model(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
+    from clover_struct import ExtractionError
+    from clover_struct.engine.checkpoint import save_model
+
+    save_model(tiny_model(toy_byte_tokenizer, block_size=4096, max_position_embeddings=8192), tmp_path)
+    message = DispatchMessage.model_validate({"sender": "OPS", "issued_utc": "08:15:00", "tasks": [
+        {"kind": "mission_assigned", "drone_id": "UAV-12", "mission_type": "medical", "priority": "urgent",
+         "destination": "RENJI HOSPITAL"}]})
+
+    def extract(text, schema, **kw):
+        if schema is NoFlyZone:
+            raise ExtractionError("valid_to_raw", "before valid_from_raw")
+        return message
+
+    monkeypatch.setattr(demo, "extract", extract)
+    assert demo.main(["--model", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "zone: not extracted (field `valid_to_raw`: before valid_from_raw)" in out
+    answers = {line.split()[0]: line.split()[1] for line in out.splitlines()
+               if line.startswith("  ") and line.split()[0] in DispatchJudgments.model_fields}
+    assert set(answers) == set(DispatchJudgments.model_fields)
