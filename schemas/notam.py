@@ -33,6 +33,11 @@ Purpose = Literal["NBO", "NB", "BO", "B", "O", "M", "K"]
 Scope = Literal["A", "E", "W", "AE", "AW", "EW", "AEW", "K"]
 
 
+def _time_of(raw: Optional[str]) -> Optional[datetime]:
+    """Item B or C as written -> UTC datetime; None when absent or PERM (an EST suffix is not part of the time)."""
+    return None if raw in (None, "PERM") else parse_yymmddhhmm(raw[:10])
+
+
 class Notam(BaseModel):
     """One ICAO-format NOTAM (ICAO, European AIS and FAA international layouts)."""
 
@@ -79,8 +84,7 @@ class Notam(BaseModel):
     @field_validator("valid_from_raw", "valid_to_raw")
     @classmethod
     def _real_time(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and v != "PERM":
-            parse_yymmddhhmm(v[:10])  # raises ValueError naming the value
+        _time_of(v)  # raises ValueError naming the value
         return v
 
     @field_validator("q_coordinates")
@@ -122,11 +126,11 @@ class Notam(BaseModel):
 
     @property
     def valid_from(self) -> datetime:
-        return parse_yymmddhhmm(self.valid_from_raw)
+        return _time_of(self.valid_from_raw)
 
     @property
     def valid_to(self) -> Optional[datetime]:
-        return None if self.valid_to_raw in (None, "PERM") else parse_yymmddhhmm(self.valid_to_raw[:10])
+        return _time_of(self.valid_to_raw)
 
     @property
     def permanent(self) -> bool:

@@ -3,6 +3,8 @@
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from clover_struct.demo.zones import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.airspace import CircleArea, Limit, NoFlyZone, Position
@@ -39,15 +41,21 @@ def test_a_conflict_needs_one_zone_both_high_and_in_force():
         "crosses_zone": True, "vertical_overlap": True, "time_overlap": True, "conflict": False}
 
 
-def test_runs_end_to_end(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
+@pytest.fixture
+def model_dir(toy_byte_tokenizer, tmp_path):
+    """A tiny random model saved where --model can load it."""
     from clover_struct.engine.checkpoint import save_model
 
     save_model(tiny_model(toy_byte_tokenizer, block_size=4096, max_position_embeddings=8192), tmp_path)
+    return tmp_path
+
+
+def test_runs_end_to_end(model_dir, monkeypatch, capsys):
     gold_zone = zone("31.2150", "121.4700", 120)
     real_extract = demo.extract
     monkeypatch.setattr(demo, "extract", lambda text, schema, **kw:
                         gold_zone if schema is NoFlyZone else real_extract(text, schema, **kw))
-    code = demo.main(["--model", str(tmp_path)])
+    code = demo.main(["--model", str(model_dir)])
     out = capsys.readouterr()
     if code == 0:  # a random model may fail the dispatch message; then the error is one line
         answers = {line.split()[0]: line.split()[1] for line in out.out.splitlines()
@@ -59,11 +67,9 @@ def test_runs_end_to_end(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
         assert code == 2 and out.err.startswith("dispatch demo: ") and len(out.err.splitlines()) == 1
 
 
-def test_a_notice_that_fails_leaves_every_answer_to_the_model(toy_byte_tokenizer, monkeypatch, capsys, tmp_path):
+def test_a_notice_that_fails_leaves_every_answer_to_the_model(model_dir, monkeypatch, capsys):
     from clover_struct import ExtractionError
-    from clover_struct.engine.checkpoint import save_model
 
-    save_model(tiny_model(toy_byte_tokenizer, block_size=4096, max_position_embeddings=8192), tmp_path)
     message = DispatchMessage.model_validate({"sender": "OPS", "issued_utc": "08:15:00", "tasks": [
         {"kind": "mission_assigned", "drone_id": "UAV-12", "mission_type": "medical", "priority": "urgent",
          "destination": "RENJI HOSPITAL"}]})
@@ -74,7 +80,7 @@ def test_a_notice_that_fails_leaves_every_answer_to_the_model(toy_byte_tokenizer
         return message
 
     monkeypatch.setattr(demo, "extract", extract)
-    assert demo.main(["--model", str(tmp_path)]) == 0
+    assert demo.main(["--model", str(model_dir)]) == 0
     out = capsys.readouterr().out
     assert "zone: not extracted (field `valid_to_raw`: before valid_from_raw)" in out
     answers = {line.split()[0]: line.split()[1] for line in out.splitlines()

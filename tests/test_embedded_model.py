@@ -51,7 +51,7 @@ def test_extracts_a_notice_it_never_saw(model):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_decodes_the_same_records_on_cuda(model):
+def test_decodes_the_same_records_on_cuda(model, no_tf32):
     """The whole decoding path on CUDA (prefill, cached block steps, constraints, commits,
     batched rows of different lengths) gives the CPU's NOTAM records, in float32 without TF32.
     Only where the model is sure: on an H200 (2026-11-30, a candidate model of that day) 24
@@ -61,14 +61,9 @@ def test_decodes_the_same_records_on_cuda(model):
     from training.generate import examples
 
     texts = [NOTICE] + [t for t, _ in examples("notam", 15, seed=7)]
-    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    try:
-        on = {name: [repr(r) if isinstance(r, Exception) else r.model_dump()
-                     for r in extract_many(texts, Notam, model=m, batch_size=8)]
-              for name, m in (("cpu", model), ("cuda", clover_struct.load_model(device="cuda")))}
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    on = {name: [repr(r) if isinstance(r, Exception) else r.model_dump()
+                 for r in extract_many(texts, Notam, model=m, batch_size=8)]
+          for name, m in (("cpu", model), ("cuda", clover_struct.load_model(device="cuda")))}
     print(f"{sum(a == b for a, b in zip(on['cpu'], on['cuda']))} of {len(texts)} NOTAM records equal on CUDA and CPU")
     assert on["cuda"] == on["cpu"]
 

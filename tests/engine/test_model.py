@@ -110,7 +110,7 @@ def test_stacked_experts_equal_a_per_expert_loop(tiny, close):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cuda_matches_the_cpu_reference(tiny, close):
+def test_cuda_matches_the_cpu_reference(tiny, close, no_tf32):
     """float32 on CUDA (TF32 off: its 10-bit products are not float32) is the CPU computation,
     through CUDA's own kernels and chunk length; bf16 stays close to it. Top-k routing is a
     step function: a rounding difference that reorders two experts changes a token's output
@@ -118,12 +118,7 @@ def test_cuda_matches_the_cpu_reference(tiny, close):
     CPU and CUDA), so the bf16 comparison routes every token through all experts."""
     x = rand(2, 40)
     ref = tiny(x, "block")
-    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    try:
-        gpu = copy.deepcopy(tiny).to("cuda")(x.cuda(), "block").cpu()
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    gpu = copy.deepcopy(tiny).to("cuda")(x.cuda(), "block").cpu()
     close(gpu, ref, "float32 CUDA vs CPU", 1e-4 * ref.abs().max().item())
 
     torch.manual_seed(0)
