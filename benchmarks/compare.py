@@ -14,7 +14,10 @@ per record are latencies; an untimed warm-up record first does the lazy setup of
 (benchmarks/twin.py runs the twin both ways.) Notices: training.generate.examples with
 evaluate.py's seed for the kind (the first n of its generated set), plus, for Notam, the real
 dev notices of ../shared/data when present (read there, never copied; --real N of them, all by
-default, none with --quick). Field exact match uses evaluate.py's comparisons; a record that
+default, none with --quick). With --quick, one_token_per_step decodes only the first 5 of
+them: at ~90 full steps over the canvas per notice it would otherwise take over half the run;
+its per-record figures stand beside the others' and its entry says how many it ran ("n").
+Field exact match uses evaluate.py's comparisons; a record that
 failed (no valid instance) matches no field.
 
 Forward passes per record: prefill, denoising steps and block commits (decoder.Trace); one per
@@ -22,7 +25,7 @@ token for the twins. Tokens per forward: canvas positions committed per denoisin
 pads that end a value included (Trace.tokens_per_forward); the twins commit one per forward.
 Peak memory: CUDA's allocator peak, else the process's peak resident memory while the variant
 ran (all models stay loaded). The last line is JSON: {"schema", "n", "real_n", "variants": {name:
-{"field_em", "forward_passes_per_record", "tokens_per_forward", "seconds_per_record",
+{"n", "field_em", "forward_passes_per_record", "tokens_per_forward", "seconds_per_record",
 "valid_rate", "peak_mb"[, "real_dev_field_em"]}}, "speedup_vs_outlines",
 "forward_pass_ratio_vs_outlines", "constraint_share", "machine", "date"}: the two ratios are
 outlines_ar_twin's median seconds and mean forward passes per record over clover_joint's;
@@ -60,6 +63,7 @@ SCHEMAS = {"Notam": (Notam, "notam", EVAL_SEED, NOTAM_FIELDS),
 DIFFUSION = {"clover_joint": {}, "one_token_per_step": {"schedule": "one_token"},
              "no_prefix_cache": {"use_cache": False}, "fields_sequential": {"schedule": "sequential"}}
 VARIANTS = (*DIFFUSION, "engine_ar_twin", "outlines_ar_twin")
+QUICK_ONE_TOKEN = 5   # notices one_token_per_step decodes with --quick
 
 
 @dataclass
@@ -155,7 +159,7 @@ def measure(run, items: list[Notice], device: torch.device, warm_up: bool = True
         hits = [h for d, x in zip(decoded, items) if x.real == real for h in matches(d.value, x)]
         if hits:
             out[key] = sum(hits) / len(hits)
-    return {**out,
+    return {"n": len(items), **out,
             "valid_rate": sum(not isinstance(d.value, ExtractionError) for d in decoded) / len(decoded),
             "forward_passes_per_record": sum(d.forwards for d in decoded) / len(decoded),
             "tokens_per_forward": sum(d.tokens for d in decoded) / max(sum(d.token_forwards for d in decoded), 1),
@@ -177,7 +181,9 @@ def compare(args) -> dict:
     runners = {name: diffusion_runner(model, schema, options) for name, options in DIFFUSION.items()}
     runners.update(engine_ar_twin=twin_runner(engine), outlines_ar_twin=twin_runner(outlines))
     warmed = tuple(DIFFUSION)[1:]   # by clover_joint, run first
-    results = {name: measure(runners[name], items, device, warm_up=name not in warmed) for name in VARIANTS}
+    subset = {"one_token_per_step": items[:QUICK_ONE_TOKEN]} if args.quick else {}
+    results = {name: measure(runners[name], subset.get(name, items), device, warm_up=name not in warmed)
+               for name in VARIANTS}
     joint, peer = results["clover_joint"], results["outlines_ar_twin"]
     constraint_share = joint["constraint_share"]
     for r in results.values():
@@ -195,11 +201,11 @@ def compare(args) -> dict:
 
 def table(report: dict) -> str:
     real = report["real_n"] > 0
-    head = ["variant", "field EM", *(["real-dev field EM"] if real else []), "valid", "forward passes / record",
+    head = ["variant", "notices", "field EM", *(["real-dev field EM"] if real else []), "valid", "forward passes / record",
             "tokens / forward", "median s / record", "peak MB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in report["variants"].items():
-        cells = [name, f"{r['field_em']:.3f}", *([f"{r['real_dev_field_em']:.3f}"] if real else []),
+        cells = [name, str(r["n"]), f"{r['field_em']:.3f}", *([f"{r['real_dev_field_em']:.3f}"] if real else []),
                  f"{r['valid_rate']:.2f}", f"{r['forward_passes_per_record']:.1f}", f"{r['tokens_per_forward']:.2f}",
                  f"{r['seconds_per_record']:.3f}", f"{r['peak_mb']:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -214,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--n", type=int, default=200, help="generated notices (default 200)")
     ap.add_argument("--real", type=int, default=None, metavar="N",
                     help="real dev notices, when ../shared/data has them (default: all; none with --quick)")
-    ap.add_argument("--quick", action="store_true", help="20 generated notices (and no real ones unless --real)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"20 generated notices, no real ones unless --real ({QUICK_ONE_TOKEN} one token per step)")
     ap.add_argument("--schema", choices=sorted(SCHEMAS), default="Notam")
     ap.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     return ap

@@ -28,7 +28,7 @@ pytest.importorskip("outlines", reason="outlines is a bench and test extra: pip 
 from benchmarks import compare  # noqa: E402
 from benchmarks.twin import EngineTwin, OutlinesTwin  # noqa: E402
 
-KEYS = {"field_em", "forward_passes_per_record", "tokens_per_forward", "seconds_per_record", "valid_rate", "peak_mb"}
+KEYS = {"n", "field_em", "forward_passes_per_record", "tokens_per_forward", "seconds_per_record", "valid_rate", "peak_mb"}
 
 
 def tiny(tok, seed, std):
@@ -67,6 +67,7 @@ def test_the_json_line_has_every_variant_and_key(run):
     real = REAL_DEV.is_file()
     assert report["n"] == 2 and report["real_n"] == int(real)
     for name, r in report["variants"].items():
+        assert r["n"] == 2 + real, name
         assert KEYS | ({"real_dev_field_em"} if real else set()) == set(r), name
         assert 0 <= r["field_em"] <= 1 and 0 <= r["valid_rate"] <= 1, name
         assert r["seconds_per_record"] > 0 and r["peak_mb"] > 0, name
@@ -85,6 +86,20 @@ def test_every_output_is_a_record_or_a_counted_failure(run):
     for k, name in enumerate(compare.VARIANTS):   # measured one variant after another
         valid = sum(isinstance(v, Notam) for v in seen[k * per_variant:(k + 1) * per_variant])
         assert report["variants"][name]["valid_rate"] == valid / per_variant, name
+
+
+def test_quick_decodes_fewer_notices_one_token_per_step(dirs, monkeypatch):
+    """--quick: every variant on the same notices, but the one-token ablation on the first few."""
+    notices = compare.notices
+    monkeypatch.setattr(compare, "notices", lambda *args: notices(*args)[:2])   # 2 of --quick's 20
+    monkeypatch.setattr(compare, "QUICK_ONE_TOKEN", 1)
+    with contextlib.redirect_stdout(out := io.StringIO()):
+        assert compare.main(["--model", str(dirs[0]), "--twin", str(dirs[1]), "--quick", "--device", "cpu"]) == 0
+    report = json.loads(out.getvalue().splitlines()[-1])
+    assert report["n"] == 2 and report["real_n"] == 0
+    assert {name: r["n"] for name, r in report["variants"].items()} == {
+        name: 1 if name == "one_token_per_step" else 2 for name in compare.VARIANTS}
+    assert "| one_token_per_step | 1 |" in out.getvalue()
 
 
 def test_forward_passes_count_what_each_variant_does(run, dirs):
