@@ -82,12 +82,8 @@ class FlightHold(_Task):
     )
 
 
-# one_slot: each task is one span holding its variant's object (about 100 tokens), not the
-# fields of all five variants side by side (about 330, mostly pad): the canvas of eight
-# tasks shrinks from 2,836 tokens to 892 (layout.py).
 Task = Annotated[
-    Union[ZoneLifted, WaypointChanged, MissionAssigned, AltitudeChanged, FlightHold],
-    Field(discriminator="kind", json_schema_extra={"one_slot": True}),
+    Union[ZoneLifted, WaypointChanged, MissionAssigned, AltitudeChanged, FlightHold], Field(discriminator="kind")
 ]
 
 

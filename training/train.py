@@ -72,9 +72,8 @@ L, A = "linear_attention", "full_attention"
 # pattern at this depth would leave to one layer. Width 128: on 2 CPU cores a training
 # step over ~5k NoFlyZone tokens ran at 2.8k tokens/s against 2.3k for width 192 and
 # 1.8k for width 256 (same layers; measured back to back), and the budget is hours.
-# block_size / max_position_embeddings: judgment prompts reach ~1200 tokens and the
-# DispatchMessage canvas took 2,836 before its tasks became one-slot unions (892 now), so
-# one block and one context of 4096.
+# block_size / max_position_embeddings: the DispatchMessage canvas is 2323 tokens and
+# judgment prompts reach ~1200, so one block and one context of 4096.
 CONFIGS = {
     "mini": dict(hidden_size=128, num_hidden_layers=4, layer_types=[L, A, L, A],
                  num_attention_heads=4, num_key_value_heads=2, head_dim=32,
@@ -190,10 +189,10 @@ def decisions(canvas, gold: torch.Tensor, slot: torch.Tensor, offset: torch.Tens
     """[B, L] bool: the slot positions the decoder asks the model about: the value tokens,
     the pad that ends each value (or leaves the slot empty), and every position of a choice
     slot (its candidates are scored over the whole span). The other pads it writes without
-    asking. They are 52% of the slot positions of a Notam canvas and 67% of a
-    DispatchMessage one (room for eight tasks; most messages hold fewer), so in a plain
-    mean over all of them a dispatch step weighs its values less than a notice step
-    does (--loss-on decisions). slot, offset: slot_index(canvas)."""
+    asking. They are 53% of the slot positions of a Notam canvas and 81% of a
+    DispatchMessage one (eight items of five variants, mostly absent; its values are 8%),
+    so in a plain mean over all of them a dispatch step weighs its values ~5x less than a
+    notice step does (--loss-on decisions). slot, offset: slot_index(canvas)."""
     choice = torch.tensor([s.kind == "choice" for s in canvas.slots])
     whole = choice[slot.clamp(min=0)]
     pad = gold == canvas.pad_id
