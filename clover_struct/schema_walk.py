@@ -2,8 +2,9 @@
 
 Resolves $ref, anyOf-with-null and discriminated unions, turns each leaf into a
 slot (regex or choice, with its budget and checks) and each list item, optional
-object and union variant into a group (a `one_slot` union into one slot), and refuses what cannot be laid out with
-a SchemaError that names the field and what to use instead. User patterns are
+object and union variant into a group (a `one_slot` union into one slot), and
+refuses what cannot be laid out with a SchemaError that names the field and what
+to use instead. User patterns are
 rewritten for JSON string content here too. Knows nothing of torch or models.
 """
 
@@ -176,15 +177,14 @@ class Builder:
             if sub.groups:
                 raise SchemaError(vpath, "a one_slot union needs variants of plain fields: no lists, "
                                          "no nested or optional models")
-            pieces, text = [], ""
-            for kind, x in sub.pieces + [("end", None)]:
-                if kind == "text":
-                    text += x
-                    continue
-                pieces += [text] if text else []
-                text = ""
+            pieces = []   # fixed texts (adjacent ones joined) and (key, Slot), in order
+            for kind, x in sub.pieces:   # ("text", str) or ("slot", i): no groups here
                 if kind == "slot":
                     pieces.append((sub.slots[x]["path"].rsplit(".", 1)[-1], Slot(start=0, **sub.slots[x])))
+                elif pieces and isinstance(pieces[-1], str):
+                    pieces[-1] += x
+                else:
+                    pieces.append(x)
             members += [(tag, tuple(pieces)) for tag in tags]
             patterns.append("".join(_literal(p) if isinstance(p, str) else f"(?:{_whole_pattern(p[1])})"
                                     for p in pieces))
