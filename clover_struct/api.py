@@ -101,12 +101,22 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
 
 
 def _slot_of(canvas, path: str) -> int | None:
-    return next((i for i, s in enumerate(canvas.slots) if s.path == path), None)
+    """The slot of a field path; inside a one-slot union, the union's slot."""
+    return next((i for i, s in enumerate(canvas.slots)
+                 if s.path == path or s.union and path.startswith(s.path + ".")), None)
 
 
 def _nearest(slot, value):
     """The valid value closest to `value`: the last resort for a bounded number, or a
     calendar date the regex lets through (February 29 of a common year, year 0000)."""
+    if slot.union and isinstance(value, dict):   # a one-slot union: mend each field that fails
+        fixed = dict(value)
+        for key, sub in (p for p in slot.variant(value) if not isinstance(p, str)):
+            if sub.violation(value.get(key)):
+                fixed[key] = _nearest(sub, value.get(key))
+                if fixed[key] is None:   # (null breaks no check: nothing mends this field)
+                    return None
+        return fixed
     if isinstance(value, str):
         fixed = re.sub(r"^([0-9]{4})-02-29", r"\1-02-28", re.sub(r"^0000-", "0001-", value))
         return fixed if fixed != value else None
@@ -146,7 +156,7 @@ def _finish(row) -> Any:
     for _ in range(len(canvas.slots) + 1):  # each round repairs a different field
         try:
             for i, s in enumerate(canvas.slots):
-                if s.checks and not canvas.is_empty(row.ids, i):
+                if (s.checks or s.union) and not canvas.is_empty(row.ids, i):
                     why = s.violation(s.value(canvas.slot_text(row.ids, i)))
                     if why:
                         raise ExtractionError(s.path, why)

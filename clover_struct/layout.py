@@ -17,6 +17,10 @@ Groups and absence. A list of at most N items lays out N "item" groups, an
 - A variant is present iff its union's selector (discriminator) slot, which lies
   outside the variant groups, holds one of its tags; the other variants' slots are
   empty. A selector holding `null` makes the union null.
+- A union marked `one_slot` (json_schema_extra={"one_slot": True} on its Field) is
+  instead one slot holding its variant's whole JSON object, keys included: a
+  regex over every variant's fields, as long as the longest variant rather than
+  all of them side by side (`Slot.union` renders and checks the fields).
 - In a present scope every slot holds a complete value; between fixed quotes an
   empty slot is the empty string.
 Plain data: knows nothing of torch, of models, or of token automata (that is
@@ -103,6 +107,8 @@ class Slot:
     checks: tuple[Check, ...] = ()
     nullable: bool = False
     length: tuple[int, int | None] | None = None    # (min, max) string characters, for the automaton
+    union: tuple | None = None   # a one-slot union: (discriminator key, ((tag text, pieces), ...)),
+    #                              pieces: the variant's fixed texts and (field key, Slot) in order
 
     @property
     def end(self) -> int:
@@ -122,12 +128,28 @@ class Slot:
 
     def violation(self, value: Any) -> str | None:
         """The first check `value` fails, or None."""
+        if self.union and isinstance(value, dict):   # the checks of the variant's fields
+            return next((f"{p[0]}: {r}" for p in self.variant(value) if not isinstance(p, str)
+                         and (r := p[1].violation(value.get(p[0])))), None)
         return next((r for c in self.checks if (r := c.violation(value))), None)
+
+    def variant(self, value: dict) -> tuple:
+        """A one-slot union: the pieces (fixed texts, (key, Slot)) of `value`'s variant."""
+        key, members = self.union
+        tag = json.dumps(value.get(key), ensure_ascii=False)
+        for t, pieces in members:
+            if t == tag:
+                return pieces
+        raise ValueError(f"field `{self.path}`: no variant has {key} {tag}")
 
     def render(self, value: Any) -> str:
         """The slot text that writes `value` (the inverse of `value`)."""
         if value is None and not self.nullable:
             raise ValueError(f"field `{self.path}` needs a value, got None")
+        if self.union and value is not None:
+            if not isinstance(value, dict):
+                raise ValueError(f"field `{self.path}` needs an object, got {value!r}")
+            return "".join(p if isinstance(p, str) else p[1].render(value.get(p[0])) for p in self.variant(value))
         if isinstance(value, float):
             text = f"{value:.{FLOAT_FRACTION_DIGITS}f}".rstrip("0").rstrip(".")   # no exponent
             text = "0" if text == "-0" else text

@@ -2,8 +2,9 @@
 
 Resolves $ref, anyOf-with-null and discriminated unions, turns each leaf into a
 slot (regex or choice, with its budget and checks) and each list item, optional
-object and union variant into a group, and refuses what cannot be laid out with
-a SchemaError that names the field and what to use instead. User patterns are
+object and union variant into a group (a `one_slot` union into one slot), and
+refuses what cannot be laid out with a SchemaError that names the field and what
+to use instead. User patterns are
 rewritten for JSON string content here too. Knows nothing of torch or models.
 """
 
@@ -148,6 +149,8 @@ class Builder:
         texts = [t for *_, tags in variants for t in tags]
         if len(set(texts)) < len(texts):
             raise SchemaError(_join(path, key), "two variants share a discriminator value")
+        if s.get("one_slot"):
+            return self.one_slot(path, key, variants, nullable)
         self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
         selector = self.choice(_join(path, key), texts + ["null"] * nullable, None)
         out = []
@@ -159,6 +162,36 @@ class Builder:
             del self.active[len(self.active) - len(refs):]
         self.text("}")
         return _Union(key, selector, tuple(out))
+
+    def one_slot(self, path, key, variants, nullable) -> int:
+        """A union as one regex slot holding its variant's whole object, keys and all: the
+        alternation of each variant's fields, laid out as `object` would, as one pattern;
+        its budget is the longest variant's fixed tokens plus its fields' budgets."""
+        members, patterns, budget = [], [], len(self.encode("null", path)) if nullable else 1
+        for v, refs, tags in variants:
+            vpath = f"{path}<{json.loads(tags[0])}>"
+            sub = Builder(self.root, self.tok, self.default_tokens)
+            sub.active = list(self.active)
+            sub.enter(refs, vpath)
+            sub.object(v, vpath)
+            if sub.groups:
+                raise SchemaError(vpath, "a one_slot union needs variants of plain fields: no lists, "
+                                         "no nested or optional models")
+            pieces = []   # fixed texts (adjacent ones joined) and (key, Slot), in order
+            for kind, x in sub.pieces:   # ("text", str) or ("slot", i): no groups here
+                if kind == "slot":
+                    pieces.append((sub.slots[x]["path"].rsplit(".", 1)[-1], Slot(start=0, **sub.slots[x])))
+                elif pieces and isinstance(pieces[-1], str):
+                    pieces[-1] += x
+                else:
+                    pieces.append(x)
+            members += [(tag, tuple(pieces)) for tag in tags]
+            patterns.append("".join(_literal(p) if isinstance(p, str) else f"(?:{_whole_pattern(p[1])})"
+                                    for p in pieces))
+            budget = max(budget, sum(len(self.encode(p, vpath)) if isinstance(p, str) else p[1].budget
+                                     for p in pieces))
+        pattern = "null|" * nullable + "|".join(f"(?:{p})" for p in patterns)
+        return self.slot(path, "value", budget, pattern=pattern, nullable=nullable, union=(key, tuple(members)))
 
     def array(self, s, path, nullable, tokens):
         if "prefixItems" in s or isinstance(s.get("items"), list):
@@ -295,6 +328,25 @@ class Builder:
                     self.groups[x]["slots"]), children=tuple(c["index"] for c in self.groups if c["parent"] == x))
         return Canvas(tuple(ids), tuple(Slot(**s) for s in self.slots), tuple(Group(**g) for g in self.groups),
                       mask_id, pad_id, self.tok, self.root, model, tree)
+
+
+def _literal(text: str) -> str:
+    """`text` as a regex that matches it literally (only metacharacters escaped)."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$#&~-])", r"\\\1", text)
+
+
+def _whole_pattern(slot: Slot) -> str:
+    """A field's pattern inside a one-slot union: a choice as the alternation of its texts,
+    a plain string's length bound (the automaton's, for a slot of its own) as a repeat."""
+    if slot.kind == "choice":
+        return "|".join(map(_literal, slot.choices))
+    if slot.length is None:
+        return slot.pattern
+    if slot.pattern not in (CHAR + "*", f'null|"(?:{CHAR}*)"'):
+        raise SchemaError(slot.path, "in a one_slot union a string cannot have both a pattern and a length "
+                                     "bound (no regex intersects them); drop one, or leave out one_slot")
+    lo, hi = slot.length
+    return slot.pattern.replace(CHAR + "*", f"{CHAR}{{{lo},{'' if hi is None else hi}}}")
 
 
 _ESCAPES = {'"': r'\\"', "\\": r"\\\\", "\n": r"\\n", "\r": r"\\r", "\t": r"\\t", "\b": r"\\b", "\f": r"\\f"}

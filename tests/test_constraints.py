@@ -43,6 +43,8 @@ class Record(BaseModel):
     shape: Annotated[Union[Circle, Poly], Field(discriminator="kind")]
     tasks: list[Task] = Field(min_length=1, max_length=3)
     lead: Optional[Task] = None
+    spare: Optional[Annotated[Union[Circle, Poly], Field(discriminator="kind", json_schema_extra={"one_slot": True})]] \
+        = None
 
 
 def slot_named(canvas, autos, path):

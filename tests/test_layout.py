@@ -198,6 +198,40 @@ def test_discriminated_union_is_a_selector_and_variant_groups(toy_tokenizer):
     assert c.parse(c.fill(zone.model_copy(update={"contact": None})))["contact"] is None
 
 
+class Drawing(BaseModel):
+    shapes: list[Annotated[Union[Circle, Poly], Field(discriminator="kind", json_schema_extra={"one_slot": True})]] = \
+        Field(max_length=2)
+    spare: Optional[Annotated[Union[Circle, Poly], Field(discriminator="kind", json_schema_extra={"one_slot": True})]]
+
+
+class Bag(BaseModel):
+    kind: Literal["bag"]
+    items: list[Item] = Field(max_length=2)
+
+
+def test_one_slot_union_is_one_slot_holding_the_variant_object(toy_tokenizer):
+    c = build_canvas(Drawing, toy_tokenizer)
+    assert [s.path for s in c.slots] == ["shapes[0]", "shapes[1]", "spare"]
+    first, _, spare = c.slots
+    tokens = lambda text: len(toy_tokenizer.encode(text))  # noqa: E731
+    # the longer variant: its fixed texts, its tag, then one digit and three characters
+    fixed = ('{"kind": ', '"poly"', ', "sides": ', ', "label": "', '"}')
+    assert first.budget == sum(map(tokens, fixed)) + 1 + 3
+    assert not first.nullable and spare.nullable and spare.pattern.startswith("null|")
+    drawing = Drawing(shapes=[Poly(kind="poly", sides=5, label="ab"), Circle(kind="circle", radius=7)], spare=None)
+    ids = c.fill(drawing)
+    assert c.slot_text(ids, 0) == '{"kind": "poly", "sides": 5, "label": "ab"}' and c.slot_text(ids, 2) == "null"
+    assert c.validate(ids) == drawing
+    from clover_struct.constraints import compile_canvas
+    assert all(a.accepts(ids[s.start:s.end]) for s, a in zip(c.slots[:2], compile_canvas(c)))
+    assert c.parse(c.fill({"shapes": [], "spare": {"kind": "circle", "radius": 3}})) == {
+        "shapes": [], "spare": {"kind": "circle", "radius": 3}}
+    assert first.violation({"kind": "poly", "sides": 12, "label": "ab"}) == "sides: 12 breaks le 9"
+    assert first.violation({"kind": "circle", "radius": 12}) is None
+    with pytest.raises(ValueError, match="no variant has kind"):
+        c.fill({"shapes": [{"kind": "star"}], "spare": None})
+
+
 def test_json_schema_input_matches_the_model(toy_tokenizer, tmp_path):
     schema = Flat.model_json_schema()
     from_dict = build_canvas(json.loads(json.dumps(schema)), toy_tokenizer)
@@ -257,6 +291,8 @@ def model(**fields):
     (model(t=(tuple[int, int],)), "t", "use a model with named fields"),
     (model(u=(Union[A, B],)), "u", "Field\\(discriminator="),
     (model(u=(Union[int, str],)), "u", "use one type"),
+    (model(u=(Annotated[Union[Bag, Circle], Field(discriminator="kind", json_schema_extra={"one_slot": True})],)),
+     "u<bag>", "one_slot union needs variants of plain fields"),
     (Node, "children[0]", "unroll it to a fixed depth"),
     (model(a=(Any,)), "a", "use str, int, float"),
     (model(b=(bytes,)), "b", "use str"),

@@ -134,10 +134,16 @@ def value(draw, notes: Notes, name: str, depth: int):
         hi = draw(st.integers(1, 3))
         item = draw(model(notes, depth + 1, most=3) if draw(st.booleans()) else scalar(notes, name))
         ann = Annotated[list[item], Field(min_length=draw(st.integers(0, hi)), max_length=hi)]
-    else:
-        variants = [draw(model(notes, depth + 1, most=3, tag=f"{name}t{i}"))
+    else:   # one_slot: variants of plain fields (drawn at the depth where only scalars are)
+        one_slot = draw(st.booleans())
+        variants = [draw(model(notes, 2 if one_slot else depth + 1, most=3, tag=f"{name}t{i}"))
                     for i in range(draw(st.integers(2, 3)))]
-        ann = Annotated[Union[tuple(variants)], Field(discriminator="kind")]
+        ann = Annotated[Union[tuple(variants)], Field(discriminator="kind", json_schema_extra={"one_slot": one_slot})]
+        for v in variants * one_slot:   # a pattern and a length bound on one string: refused
+            for field, spec in v.model_json_schema()["properties"].items():
+                if any("pattern" in x and {"minLength", "maxLength"} & set(x) for x in spec.get("anyOf", [spec])):
+                    notes.bad.add(field)
+                    notes.refused.add(field)
     return Optional[ann] if nullable else ann
 
 
