@@ -180,6 +180,24 @@ def test_a_zone_far_larger_than_the_rest_is_cut_at_the_map_edge_instead_of_frami
     assert figure(vols, ROUTE, check_route(ROUTE, vols), tmp_path / "airspace.png").stat().st_size > 50_000
 
 
+def test_a_self_crossing_polygon_is_mapped_checked_and_written_as_given(gold_volumes, tmp_path):
+    """A misread vertex can make the list cross itself (a bow tie): shapely's overlays refuse
+    such a ring, so geometry takes the area it encloses and GeoJSON keeps the vertices."""
+    bow = NoFlyZone(area=polygon(("31.20", "121.55"), ("31.24", "121.60"), ("31.20", "121.60"), ("31.24", "121.55")),
+                    floor=SFC, ceiling=None, valid_from_raw="3106140000", uas_only=False, reason="misread vertex")
+    assert not bow.footprint().is_valid
+    vols = gold_volumes + volumes([("bow", bow)])
+    v = vols[-1]
+    assert v.footprint.is_valid and len(v.footprint.geoms) == 2   # the two triangles of the bow tie
+    assert v.footprint.area == pytest.approx(2 * 0.04 * 0.025 / 2)
+    assert [c.zone_id for c in check_route(ROUTE, vols)]   # no TopologyException
+    ring = geojson(vols)["features"][-1]["geometry"]["coordinates"][0]
+    assert sorted(map(tuple, ring[:-1])) == sorted((x, y) for y, x in bow.polygon)
+    if importlib.util.find_spec("matplotlib"):
+        from clover_struct.demo.plot import figure
+        assert figure(vols, ROUTE, check_route(ROUTE, vols), tmp_path / "airspace.png").stat().st_size > 50_000
+
+
 # -- end to end on a tiny random model ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory, toy_byte_tokenizer):

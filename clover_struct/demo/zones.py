@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
+from shapely import make_valid
 from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry.base import BaseGeometry
 from shapely.geometry.polygon import orient
 from shapely.prepared import prep
 
@@ -33,11 +35,12 @@ BANDS = ((150.0, "ceiling ≤ 150 m"), (500.0, "ceiling 150–500 m"), (1500.0, 
 
 @dataclass
 class Volume:
-    """One zone as a 3D volume: footprint (x=lon, y=lat, counter-clockwise) between limits."""
+    """One zone as a 3D volume: footprint (x=lon, y=lat, counter-clockwise; valid: the
+    area a self-crossing vertex list encloses) between limits."""
 
     id: str
     zone: NoFlyZone
-    footprint: Polygon
+    footprint: BaseGeometry             # a Polygon; a MultiPolygon or collection when repaired
     floor_m: float
     ceiling_m: Optional[float]          # None: unlimited
     floor_ref: str
@@ -67,9 +70,12 @@ class Volume:
 
 
 def volume(zone_id: str, zone: NoFlyZone) -> Volume:
-    # Vertices are kept as written, even a self-intersecting list; only the winding is fixed.
-    return Volume(zone_id, zone, orient(zone.footprint(), sign=1.0), zone.floor_m, zone.ceiling_m, zone.floor_ref,
-                  zone.ceiling_ref, zone.valid_from, zone.valid_to)
+    # A vertex list that crosses itself is no valid polygon, and shapely's overlays fail on it
+    # (the map cut it at the frame): geometry takes the area it encloses (make_valid, maybe
+    # several pieces); GeoJSON still writes the vertices as given.
+    shape = orient(zone.footprint(), sign=1.0)
+    return Volume(zone_id, zone, shape if shape.is_valid else make_valid(shape), zone.floor_m, zone.ceiling_m,
+                  zone.floor_ref, zone.ceiling_ref, zone.valid_from, zone.valid_to)
 
 
 def volumes(records: list[tuple[str, NoFlyZone]]) -> list[Volume]:
@@ -94,7 +100,7 @@ def feature(v: Volume) -> dict:
     return {
         "type": "Feature",
         "id": v.id,
-        "geometry": {"type": "Polygon", "coordinates": [_ring(v.footprint)]},   # [lon, lat]
+        "geometry": {"type": "Polygon", "coordinates": [_ring(z.footprint())]},   # [lon, lat], as written
         "properties": {
             "id": v.id, "notam_id": z.notam_id, "kind": z.area.kind,
             "floor_m": round(v.floor_m, 1), "ceiling_m": None if v.ceiling_m is None else round(v.ceiling_m, 1),
