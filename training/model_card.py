@@ -56,9 +56,13 @@ def training_summary(run: Path, hardware: str | None) -> dict:
 
 
 def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = None) -> dict:
+    before, init = state.get("before"), state["args"].get("init")
+    if before and init == out:   # trained over its predecessor's directory: give that one its own
+        init = f"{out}-{len(_stages(before))}"
+        state = {**state, "args": {**state["args"], "init": init}}
     summary = stage_summary(state, last_log, out, hardware)
-    if before := state.get("before"):
-        summary["before"] = _chain(before, before.get("last_log"), state["args"]["init"])
+    if before:
+        summary["before"] = _chain(before, before.get("last_log"), init)
     return summary
 
 
@@ -141,7 +145,8 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
     for key, metric, bar in TARGETS:
         if evaluation.get(key):
             got = evaluation[key][metric]
-            lines.append(f"- {key} {metric}: {got:.3f} (target {bar:g}) {'met' if got >= bar else 'NOT met'}")
+            shown = f"{got:.3f}" if (round(got, 3) >= bar) == (got >= bar) else f"{got:.4f}"   # 0.9795, not 0.980
+            lines.append(f"- {key} {metric}: {shown} (target {bar:g}) {'met' if got >= bar else 'NOT met'}")
     return "\n".join(lines) + "\n"
 
 

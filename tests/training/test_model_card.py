@@ -13,6 +13,7 @@ EVALUATION = {
     "synthetic": {"n": 500, "valid_rate": 1.0, "field_em": 0.981, "record_em": 0.912, "seconds_per_record": 0.31,
                   "per_field": {"fir": 0.992, "qcode": 0.954}},
     "heldout_family": {"n": 200, "valid_rate": 1.0, "field_em": 0.871, "record_em": 0.5, "seconds_per_record": 0.3},
+    "dispatch": {"n": 200, "valid_rate": 1.0, "field_em": 0.89962, "record_em": 0.5, "seconds_per_record": 0.3},
     "real_dev": None,
     "judgments": {"n": 200, "accuracy": 0.962, "alone_accuracy": 0.95, "violations": 0, "alone_violations": 7,
                   "with_geometry": {"accuracy": 0.971, "violations": 0, "facts_accuracy": 0.93, "notices": 410,
@@ -46,6 +47,7 @@ def test_card_numbers_come_from_the_run_and_the_evaluation(tmp_path):
                    "| synthetic | 500 | 1.000 | 0.981 | 0.912 | 0.31 |", "accuracy 0.962 decided jointly (0 rule",
                    "0.950 answering each question on its own (7 cases", "synthetic field_em: 0.981 (target 0.97) met",
                    "heldout_family field_em: 0.871 (target 0.9) NOT met", "loss 0.0312",
+                   "dispatch field_em: 0.8996 (target 0.9) NOT met",   # not "0.900 ... NOT met"
                    "--warm-steps 300 --warm-mix copy=0.5,notam=0.5", "the first 300 steps are causal", "on copy 0.5, notam 0.5;",
                    "Per field, synthetic: fir 0.99, qcode 0.95.", "from the 410 notices (4 failed)",
                    "accuracy 0.971 (0 rule violations; those facts right 0.930); from the true zones' geometry instead, 0.990."):
@@ -101,3 +103,14 @@ def test_a_third_stage_card_gives_all_three_commands(tmp_path):
     assert "--init runs/first" in second and "from the weights and tokenizer of stage 1" in second
     assert "`python -m training.train --out runs/mini --config tiny --minutes 75" in third
     assert "--init runs/second" in third and "from the weights and tokenizer of stage 2" in third
+
+
+def test_a_stage_trained_over_the_shipped_directory_gets_the_one_before_its_own(tmp_path):
+    """`--init runs/mini` from the shipped run: the card names that stage's directory apart."""
+    fake_run(tmp_path / "first", device="cuda")
+    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first", init="runs/mini")
+    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
+    text = MC.write(tmp_path / "second", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores").read_text()
+    first, _, second = text.partition("- stage 2: ")
+    assert "- stage 1: `python -m training.train --out runs/mini-1 --config tiny" in first
+    assert "`python -m training.train --out runs/mini --config tiny" in second and "--init runs/mini-1" in second
