@@ -17,8 +17,8 @@ dev notices of ../shared/data when present (read there, never copied; --real N o
 default, none with --quick). With --quick, one_token_per_step decodes only the first 5 of
 them: at ~90 full steps over the canvas per notice it would otherwise take over half the run;
 its per-record figures stand beside the others' and its entry says how many it ran ("n").
-Field exact match uses evaluate.py's comparisons; a record that
-failed (no valid instance) matches no field.
+Field exact match uses evaluate.py's comparisons; a record that failed (no valid instance)
+matches no field.
 
 Forward passes per record: prefill, denoising steps and block commits (decoder.Trace); one per
 token for the twins. Tokens per forward: canvas positions committed per denoising step, the
@@ -201,8 +201,8 @@ def compare(args) -> dict:
 
 def table(report: dict) -> str:
     real = report["real_n"] > 0
-    head = ["variant", "notices", "field EM", *(["real-dev field EM"] if real else []), "valid", "forward passes / record",
-            "tokens / forward", "median s / record", "peak MB"]
+    head = ["variant", "notices", "field EM", *(["real-dev field EM"] if real else []), "valid",
+            "forward passes / record", "tokens / forward", "median s / record", "peak MB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, r in report["variants"].items():
         cells = [name, str(r["n"]), f"{r['field_em']:.3f}", *([f"{r['real_dev_field_em']:.3f}"] if real else []),

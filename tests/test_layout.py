@@ -198,10 +198,13 @@ def test_discriminated_union_is_a_selector_and_variant_groups(toy_tokenizer):
     assert c.parse(c.fill(zone.model_copy(update={"contact": None})))["contact"] is None
 
 
+ONE_SLOT = {"one_slot": True}
+OneSlotShape = Annotated[Union[Circle, Poly], Field(discriminator="kind", json_schema_extra=ONE_SLOT)]
+
+
 class Drawing(BaseModel):
-    shapes: list[Annotated[Union[Circle, Poly], Field(discriminator="kind", json_schema_extra={"one_slot": True})]] = \
-        Field(max_length=2)
-    spare: Optional[Annotated[Union[Circle, Poly], Field(discriminator="kind", json_schema_extra={"one_slot": True})]]
+    shapes: list[OneSlotShape] = Field(max_length=2)
+    spare: Optional[OneSlotShape]
 
 
 class Bag(BaseModel):
@@ -291,7 +294,7 @@ def model(**fields):
     (model(t=(tuple[int, int],)), "t", "use a model with named fields"),
     (model(u=(Union[A, B],)), "u", "Field\\(discriminator="),
     (model(u=(Union[int, str],)), "u", "use one type"),
-    (model(u=(Annotated[Union[Bag, Circle], Field(discriminator="kind", json_schema_extra={"one_slot": True})],)),
+    (model(u=(Annotated[Union[Bag, Circle], Field(discriminator="kind", json_schema_extra=ONE_SLOT)],)),
      "u<bag>", "one_slot union needs variants of plain fields"),
     (Node, "children[0]", "unroll it to a fixed depth"),
     (model(a=(Any,)), "a", "use str, int, float"),

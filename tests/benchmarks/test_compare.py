@@ -28,7 +28,8 @@ pytest.importorskip("outlines", reason="outlines is a bench and test extra: pip 
 from benchmarks import compare  # noqa: E402
 from benchmarks.twin import EngineTwin, OutlinesTwin  # noqa: E402
 
-KEYS = {"n", "field_em", "forward_passes_per_record", "tokens_per_forward", "seconds_per_record", "valid_rate", "peak_mb"}
+KEYS = {"n", "field_em", "forward_passes_per_record", "tokens_per_forward", "seconds_per_record", "valid_rate",
+        "peak_mb"}
 
 
 def tiny(tok, seed, std):
