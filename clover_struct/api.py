@@ -111,7 +111,7 @@ def _nearest(slot, value):
     calendar date the regex lets through (February 29 of a common year, year 0000)."""
     if slot.union and isinstance(value, dict):   # a one-slot union: mend each field that fails
         fixed = dict(value)
-        for key, sub in (p for p in slot.variant(value) if not isinstance(p, str)):
+        for key, sub in slot.fields(value):
             if sub.violation(value.get(key)):
                 fixed[key] = _nearest(sub, value.get(key))
                 if fixed[key] is None:   # (null breaks no check: nothing mends this field)
@@ -156,7 +156,7 @@ def _finish(row) -> Any:
     for _ in range(len(canvas.slots) + 1):  # each round repairs a different field
         try:
             for i, s in enumerate(canvas.slots):
-                if (s.checks or s.union) and not canvas.is_empty(row.ids, i):
+                if s.checked and not canvas.is_empty(row.ids, i):
                     why = s.violation(s.value(canvas.slot_text(row.ids, i)))
                     if why:
                         raise ExtractionError(s.path, why)

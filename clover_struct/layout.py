@@ -126,11 +126,17 @@ class Slot:
             kind = "string content" if self.json_kind == "string" else "value"
             raise ExtractionError(self.path, f"{text!r} is not a valid JSON {kind}") from None
 
+    @property
+    def checked(self) -> bool:
+        """Whether a decoded value must be checked: bounds no regex expresses, on this slot or
+        on the fields of its one-slot union."""
+        return bool(self.checks or self.union)
+
     def violation(self, value: Any) -> str | None:
         """The first check `value` fails, or None."""
         if self.union and isinstance(value, dict):   # the checks of the variant's fields
-            return next((f"{p[0]}: {r}" for p in self.variant(value) if not isinstance(p, str)
-                         and (r := p[1].violation(value.get(p[0])))), None)
+            return next((f"{key}: {r}" for key, sub in self.fields(value)
+                         if (r := sub.violation(value.get(key)))), None)
         return next((r for c in self.checks if (r := c.violation(value))), None)
 
     def variant(self, value: dict) -> tuple:
@@ -141,6 +147,10 @@ class Slot:
             if t == tag:
                 return pieces
         raise ValueError(f"field `{self.path}`: no variant has {key} {tag}")
+
+    def fields(self, value: dict) -> list[tuple[str, "Slot"]]:
+        """A one-slot union: (key, Slot) of each field of `value`'s variant."""
+        return [p for p in self.variant(value) if not isinstance(p, str)]
 
     def render(self, value: Any) -> str:
         """The slot text that writes `value` (the inverse of `value`)."""
