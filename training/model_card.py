@@ -23,6 +23,7 @@ from .train import RUN_KEYS, machine, parser
 
 NOTES = "<!-- notes: written by hand, kept when the card is rendered again -->"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+RUN_DIR = "runs/mini"   # the shipped run's directory in the printed commands
 # issue 4's bar for each score: (evaluation key, metric, at least)
 TARGETS = [("synthetic", "field_em", 0.97), ("synthetic", "record_em", 0.90), ("heldout_family", "field_em", 0.90),
            ("real_dev", "valid_rate", 1.0), ("real_dev", "qline_location_validity_em", 0.98),
@@ -52,13 +53,13 @@ def training_summary(run: Path, hardware: str | None) -> dict:
     `before`, and so on back to the first stage."""
     state = json.loads((run / "train_state.json").read_text())
     log = [json.loads(line) for line in (run / "train_log.jsonl").read_text().splitlines() if line.strip()]
-    return _chain(state, log[-1] if log else None, "runs/mini", hardware)
+    return _chain(state, log[-1] if log else None, RUN_DIR, hardware)
 
 
 def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = None) -> dict:
     before, init = state.get("before"), state["args"].get("init")
-    if before and init == out:   # trained over its predecessor's directory: give that one its own
-        init = f"{out}-{len(_stages(before))}"
+    if before and init == RUN_DIR:   # trained over the shipped run's directory: the one before gets its own
+        init = f"{RUN_DIR}-{len(_stages(before))}"
         state = {**state, "args": {**state["args"], "init": init}}
     summary = stage_summary(state, last_log, out, hardware)
     if before:

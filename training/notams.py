@@ -136,7 +136,7 @@ def draw_values(rng: random.Random, layout: str) -> NotamValues:
         location=_location(rng), valid_from=start, valid_to=end, permanent=permanent,
         estimated=end is not None and rng.random() < (0.2 if faa else 0.08),
         schedule=draw.icao_schedule(rng) if end is not None and rng.random() < 0.25 else None,
-        lower=lower, upper=upper, body=_body(rng),
+        lower=lower, upper=upper, body=_item_e(rng),
     )
 
 
@@ -199,6 +199,14 @@ def _body(rng: random.Random) -> str:
         text += f" {rng.choice(['AIP', 'UK AIP', 'AIP SUP ' + str(r(1, 99)) + '/' + str(r(0, 49)).zfill(2)])} " \
                 f"{draw.location(rng)} AD 2.{r(1, 24)} REFERS."
     return text
+
+
+def _item_e(rng: random.Random) -> str:
+    """Item E: one statement, or (one notice in six) a long run of them, as published
+    procedure amendments and obstacle lists are: real notices reach 1,000 tokens, and a
+    model that saw only short ones loses the Q-line behind a long E."""
+    n = 1 if rng.random() < 5 / 6 else rng.randint(3, 16)
+    return "\n".join(_body(rng) for _ in range(n))
 
 
 # -- layouts ----------------------------------------------------------------------------------

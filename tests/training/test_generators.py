@@ -56,6 +56,14 @@ def test_judgments_follow_the_rules_and_vary(drawn):
     assert 0.15 < sum(g.conflict for g in golds) / len(golds) < 0.6
 
 
+def test_some_notices_have_a_long_item_e(drawn):
+    """Real notices reach 1,000 tokens (procedure amendments, obstacle lists): about one
+    generated notice in six has an item E of several statements, the Q-line far above."""
+    lengths = [len(text.partition("E) ")[2]) for _, text, _ in drawn["notam"]]   # E to the end, in characters
+    share = sum(n > 250 for n in lengths) / len(lengths)   # one statement is at most ~190
+    assert 0.06 < share < 0.3 and max(lengths) > 1000
+
+
 def test_judgment_cases_are_the_examples_with_their_parts():
     cases = judgment_cases(40, 7)
     assert [(c.text, c.gold) for c in cases] == examples("judgment", 40, 7)

@@ -114,3 +114,18 @@ def test_a_stage_trained_over_the_shipped_directory_gets_the_one_before_its_own(
     first, _, second = text.partition("- stage 2: ")
     assert "- stage 1: `python -m training.train --out runs/mini-1 --config tiny" in first
     assert "`python -m training.train --out runs/mini --config tiny" in second and "--init runs/mini-1" in second
+
+
+def test_stages_each_trained_over_the_shipped_directory_get_their_own(tmp_path):
+    """Stages 2 and 3 both read `--init runs/mini`: stage 1 prints as runs/mini-1, stage 2
+    as runs/mini-2, and each later command reads the one before."""
+    fake_run(tmp_path / "first", device="cuda")
+    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first", init="runs/mini")
+    fake_run(tmp_path / "third", minutes=75, before=tmp_path / "second", init="runs/mini")
+    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
+    text = MC.write(tmp_path / "third", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores").read_text()
+    first, _, rest = text.partition("- stage 2: ")
+    second, _, third = rest.partition("- stage 3: ")
+    assert "- stage 1: `python -m training.train --out runs/mini-1 --config tiny" in first
+    assert "`python -m training.train --out runs/mini-2 --config tiny" in second and "--init runs/mini-1" in second
+    assert "`python -m training.train --out runs/mini --config tiny" in third and "--init runs/mini-2" in third
