@@ -114,7 +114,8 @@ def test_forward_passes_count_what_each_variant_does(run, dirs):
     # schedules on a schema without optional parts)
     # the same steps without the prefill and the commits of every block but the last
     blocks = -(-len(build_canvas(Notam, load_model(dirs[0]).tokenizer)) // 64)
-    assert blocks > 1 and v["no_prefix_cache"]["forward_passes_per_record"] == joint - blocks
+    # (means over records: compared as floats)
+    assert blocks > 1 and v["no_prefix_cache"]["forward_passes_per_record"] == pytest.approx(joint - blocks)
     assert v["clover_joint"]["tokens_per_forward"] > 1
     assert v["one_token_per_step"]["tokens_per_forward"] <= v["clover_joint"]["tokens_per_forward"]
     for name in ("engine_ar_twin", "outlines_ar_twin"):
