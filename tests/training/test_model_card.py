@@ -90,14 +90,20 @@ def test_a_second_stage_card_gives_both_commands(tmp_path):
     assert "loss 0.0312" in second and "causal" not in second.partition("## Scores")[0]
 
 
-def test_a_third_stage_card_gives_all_three_commands(tmp_path):
+def three_stage_card(tmp_path, init_2: str, init_3: str) -> tuple[str, str, str]:
+    """The card's text of stage 1, stage 2 and stage 3 of a three-stage run with those --init values."""
     fake_run(tmp_path / "first", device="cuda")
-    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first")
-    fake_run(tmp_path / "third", minutes=75, before=tmp_path / "second", init="runs/second")
+    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first", init=init_2)
+    fake_run(tmp_path / "third", minutes=75, before=tmp_path / "second", init=init_3)
     (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
     text = MC.write(tmp_path / "third", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores").read_text()
     first, _, rest = text.partition("- stage 2: ")
     second, _, third = rest.partition("- stage 3: ")
+    return first, second, third
+
+
+def test_a_third_stage_card_gives_all_three_commands(tmp_path):
+    first, second, third = three_stage_card(tmp_path, "runs/first", "runs/second")
     assert "- stage 1: `python -m training.train --out runs/first --config tiny --minutes 12.5 --device cuda" in first
     assert "`python -m training.train --out runs/second --config tiny --minutes 90" in second
     assert "--init runs/first" in second and "from the weights and tokenizer of stage 1" in second
@@ -105,27 +111,10 @@ def test_a_third_stage_card_gives_all_three_commands(tmp_path):
     assert "--init runs/second" in third and "from the weights and tokenizer of stage 2" in third
 
 
-def test_a_stage_trained_over_the_shipped_directory_gets_the_one_before_its_own(tmp_path):
-    """`--init runs/mini` from the shipped run: the card names that stage's directory apart."""
-    fake_run(tmp_path / "first", device="cuda")
-    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first", init="runs/mini")
-    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
-    text = MC.write(tmp_path / "second", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores").read_text()
-    first, _, second = text.partition("- stage 2: ")
-    assert "- stage 1: `python -m training.train --out runs/mini-1 --config tiny" in first
-    assert "`python -m training.train --out runs/mini --config tiny" in second and "--init runs/mini-1" in second
-
-
-def test_stages_each_trained_over_the_shipped_directory_get_their_own(tmp_path):
-    """Stages 2 and 3 both read `--init runs/mini`: stage 1 prints as runs/mini-1, stage 2
-    as runs/mini-2, and each later command reads the one before."""
-    fake_run(tmp_path / "first", device="cuda")
-    fake_run(tmp_path / "second", minutes=90, before=tmp_path / "first", init="runs/mini")
-    fake_run(tmp_path / "third", minutes=75, before=tmp_path / "second", init="runs/mini")
-    (tmp_path / "eval.json").write_text(json.dumps(EVALUATION))
-    text = MC.write(tmp_path / "third", tmp_path / "eval.json", tmp_path / "ship", hardware="2 cores").read_text()
-    first, _, rest = text.partition("- stage 2: ")
-    second, _, third = rest.partition("- stage 3: ")
+def test_stages_trained_over_the_shipped_directory_get_their_own(tmp_path):
+    """Stages 2 and 3 both read `--init runs/mini` (each trained over the shipped run): stage 1
+    prints as runs/mini-1, stage 2 as runs/mini-2, and each later command reads the one before."""
+    first, second, third = three_stage_card(tmp_path, "runs/mini", "runs/mini")
     assert "- stage 1: `python -m training.train --out runs/mini-1 --config tiny" in first
     assert "`python -m training.train --out runs/mini-2 --config tiny" in second and "--init runs/mini-1" in second
     assert "`python -m training.train --out runs/mini --config tiny" in third and "--init runs/mini-2" in third
