@@ -72,7 +72,7 @@ L, A = "linear_attention", "full_attention"
 # pattern at this depth would leave to one layer. Width 128: on 2 CPU cores a training
 # step over ~5k NoFlyZone tokens ran at 2.8k tokens/s against 2.3k for width 192 and
 # 1.8k for width 256 (same layers; measured back to back), and the budget is hours.
-# block_size / max_position_embeddings: the DispatchMessage canvas is 2323 tokens and
+# block_size / max_position_embeddings: the DispatchMessage canvas is 2,836 tokens and
 # judgment prompts reach ~1200, so one block and one context of 4096.
 CONFIGS = {
     "mini": dict(hidden_size=128, num_hidden_layers=4, layer_types=[L, A, L, A],
