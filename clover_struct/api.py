@@ -22,6 +22,7 @@ from .constraints import compile_canvas
 from .decoder import Trace, alternatives, cost, decode
 from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
 from .layout import build_canvas
+from .verbatim import for_text
 
 
 @cache
@@ -230,7 +231,8 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
             results[n] = e
     for b in range(0, len(jobs), batch_size):
         batch = jobs[b:b + batch_size]
-        rows = decode(model, [ids for _, ids, _ in batch], [canvas] * len(batch), [automata] * len(batch),
+        bound = [for_text(automata, texts[n], model.tokenizer) for n, _, _ in batch]
+        rows = decode(model, [ids for _, ids, _ in batch], [canvas] * len(batch), bound,
                       threshold=threshold, temperature=temperature, generator=generator,
                       known=[k for _, _, k in batch], schedule=schedule, use_cache=use_cache)
         for (n, _, _), row in zip(batch, rows):

@@ -137,6 +137,7 @@ class _Tables:
             self.table[np.isin(self.table, dead)] = DEAD
             self.toks = [np.flatnonzero(row >= 0) for row in self.table]
         self.cache: dict = {}
+        self.masks: dict = {}      # (state, remaining, allow empty) -> a mask of `cache`
 
     def _flags(self, tokenizer, vmap: dict, q0: int, inside: bool) -> np.ndarray | None:
         """The entry flag (inside quotes, after a backslash) of each base state, None if ambiguous."""
@@ -237,6 +238,9 @@ class SlotAutomaton:
         """`allowed` as a read-only bool row over the vocabulary, cached per state and distance."""
         if state < 0 or remaining < 1:
             return np.zeros(self._t.vocab_size, bool)
+        seen = self._t.masks   # the answer per (state, remaining), before the shared row's key is built
+        if (state, remaining, allow_empty) in seen:
+            return seen[state, remaining, allow_empty]
         key, _, cuts = self._t.rows(state, allow_empty and state == self.initial)
         key = (key, min(remaining, len(cuts)))
         mask = self._t.cache.get(key)
@@ -245,6 +249,9 @@ class SlotAutomaton:
             mask[self.allowed(state, remaining, allow_empty=allow_empty)] = True
             mask.setflags(write=False)
             self._t.cache[key] = mask
+        if len(seen) > 65536:
+            seen.clear()
+        seen[state, remaining, allow_empty] = mask
         return mask
 
     def next(self, state: int, token: int) -> int:
@@ -255,8 +262,11 @@ class SlotAutomaton:
         q, c = divmod(state, t.width)
         if token == self.pad_id and state == self.initial:
             return t.done * t.width
-        q2, c2 = t.step(q, c, np.array([token]))
-        return DEAD if q2[0] < 0 or c2[0] >= t.width else int(q2[0]) * t.width + int(c2[0])
+        q2 = int(t.table[q, token])     # _Tables.step for one token, without arrays
+        if q2 < 0 or t.width == 1:
+            return DEAD if q2 < 0 else q2
+        c2 = min(c + int(t.starts[t.flag[q], token]), t.width - (t.hi is None))
+        return DEAD if c2 >= t.width else q2 * t.width + c2
 
     def is_final(self, state: int) -> bool:
         return state >= 0 and bool(self._t.final.flat[state])

@@ -169,6 +169,8 @@ class _Row:
         """Tokens slot i may take at its next position ([vocab] bool)."""
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)
+        if mask.flags.writeable:          # made for this call (a Verbatim slot's): use it as it is
+            return torch.from_numpy(mask)
         if id(mask) not in _TORCH_MASKS:  # the automaton caches its masks; keep one tensor view each
             _TORCH_MASKS[id(mask)] = (mask, torch.from_numpy(mask.copy()))
         return _TORCH_MASKS[id(mask)][1]
@@ -243,6 +245,25 @@ def _confidence(row: _Row, i, lp, block_end) -> float:
     return float((masked - masked.logsumexp(0)).max().exp())
 
 
+def _pick_viable(row: _Row, i, lp, block_end, temperature, generator):
+    """Slot i's next token and the log-probs it was picked from. A verbatim slot's pick is
+    passed over while no whole piece of the text can follow it; with none left, the slot
+    gives up the copy (its pattern alone decides) and picks again."""
+    masked = _next_logprobs(row, i, lp, block_end)
+    token, a = _pick(masked, temperature, generator), row.automata[i]
+    if not hasattr(a, "viable"):
+        return token, masked
+    started = time.perf_counter()
+    while not a.viable(row.state[i], token, row.remaining(i) - 1):
+        masked[token] = -math.inf
+        if not torch.isfinite(masked).any():
+            row.state[i] = a.release(row.state[i])
+            masked = _next_logprobs(row, i, lp, block_end)
+        token = _pick(masked, temperature, generator)
+    row.trace.constraint_seconds += time.perf_counter() - started
+    return token, masked
+
+
 def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, generator):
     """Commit slot i's next token, then more while confident. lp: the row's _Logprobs."""
     s = row.canvas.slots[i]
@@ -260,8 +281,7 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         return
     first = True
     while not row.done[i] and s.start + row.filled[i] < block_end:
-        masked = _next_logprobs(row, i, lp, block_end)
-        token = _pick(masked, temperature, generator)
+        token, masked = _pick_viable(row, i, lp, block_end, temperature, generator)
         prob = math.exp(float(masked[token] - masked.logsumexp(0)))  # confidence under the constraint
         if not first and prob < threshold:
             break

@@ -95,6 +95,9 @@ class Builder:
 
     def _value(self, s, path, nullable, tokens):
         t = s.get("type")
+        if s.get("verbatim") and (t != "string" or "enum" in s or "const" in s):
+            raise SchemaError(path, "verbatim applies to str fields only (text copied as written), "
+                                    "not to numbers, choices or models")
         if "discriminator" in s:
             return self.union(s, path, nullable)
         if "enum" in s or "const" in s:
@@ -229,11 +232,12 @@ class Builder:
             if "pattern" in s and (width := _plain_width(s["pattern"])) is not None:
                 size = max(min(size, width), 1)  # no value of the pattern is longer
         checks += [Check("min_length", lo)] * (lo > 0) + [Check("max_length", hi)] * (hi is not None)
+        spec = dict(checks=tuple(checks), length=length, verbatim=bool(s.get("verbatim")))
         if nullable:
             return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
-                             checks=tuple(checks), length=length, nullable=True)
+                             nullable=True, **spec)
         self.text('"')
-        slot = self.slot(path, "string", tokens or size, pattern=content, checks=tuple(checks), length=length)
+        slot = self.slot(path, "string", tokens or size, pattern=content, **spec)
         self.text('"')
         return slot
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
-from .units import LAT_PATTERN, LON_PATTERN, TIME10, coordinate_to_decimal, destination_point
+from .units import LAT_PATTERN, LON_PATTERN, TIME10, VERBATIM, coordinate_to_decimal, destination_point
 from .units import check_utc_offset, parse_yymmddhhmm, to_metres
 
 CIRCLE_SEGMENTS = 64
@@ -121,7 +121,8 @@ class NoFlyZone(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     notam_id: Optional[str] = Field(
-        None, pattern=r"^[A-Z]?\d{1,4}/\d{2,4}$", description="NOTAM number if the notice is a NOTAM, else null"
+        None, pattern=r"^[A-Z]?\d{1,4}/\d{2,4}$", json_schema_extra=VERBATIM,
+        description="NOTAM number if the notice is a NOTAM, else null",
     )
     area: Area = Field(description="the horizontal extent: a circle or a polygon")
     floor: Limit = Field(description="lower limit (F); SFC/GND as 0 M AGL")
@@ -137,12 +138,12 @@ class NoFlyZone(BaseModel):
     )
     schedule: Optional[str] = Field(
         None, max_length=120, description="active hours as written, e.g. DLY 0800-1700; null if continuous",
-        json_schema_extra={"max_tokens": 32},
+        json_schema_extra={"max_tokens": 32, **VERBATIM},
     )
     uas_only: bool = Field(description="true when the restriction applies only to unmanned aircraft / drones")
     reason: Optional[str] = Field(
         None, max_length=160, description="the stated activity or reason, copied briefly, e.g. FIREWORK DISPLAY",
-        json_schema_extra={"max_tokens": 48},
+        json_schema_extra={"max_tokens": 48, **VERBATIM},
     )
 
     @field_validator("valid_from_raw", "valid_to_raw")

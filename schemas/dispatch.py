@@ -16,7 +16,7 @@ from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .units import to_metres
+from .units import VERBATIM, to_metres
 
 DRONE_ID = r"^[A-Z][A-Z0-9]{0,5}(-[A-Z0-9]{1,6})?$"  # UAV-17, DR042, MEDIC-7A
 ZONE_ID = r"^[A-Z0-9][A-Z0-9/-]{1,15}$"  # R-204, H1234/24, TRA12
@@ -32,7 +32,8 @@ class ZoneLifted(_Task):
     """A restriction no longer applies."""
 
     kind: Literal["zone_lifted"] = Field("zone_lifted", description="discriminator")
-    zone_id: str = Field(pattern=ZONE_ID, description="identifier of the zone or NOTAM lifted, e.g. R-204")
+    zone_id: str = Field(pattern=ZONE_ID, json_schema_extra=VERBATIM,
+                         description="identifier of the zone or NOTAM lifted, e.g. R-204")
     effective_utc: Optional[time] = Field(None, description="time (UTC) from which it is lifted; null if at once")
 
 
@@ -40,7 +41,8 @@ class WaypointChanged(_Task):
     """One waypoint of a drone's route moved."""
 
     kind: Literal["waypoint_changed"] = Field("waypoint_changed", description="discriminator")
-    drone_id: str = Field(pattern=DRONE_ID, description="drone identifier as written, e.g. UAV-17")
+    drone_id: str = Field(pattern=DRONE_ID, json_schema_extra=VERBATIM,
+                          description="drone identifier as written, e.g. UAV-17")
     waypoint: int = Field(ge=1, le=99, description="number of the waypoint changed, e.g. 3 for WP3")
     lat: float = Field(ge=-90, le=90, description="new latitude, decimal degrees as written")
     lon: float = Field(ge=-180, le=180, description="new longitude, decimal degrees as written")
@@ -50,11 +52,12 @@ class MissionAssigned(_Task):
     """A drone gets a mission."""
 
     kind: Literal["mission_assigned"] = Field("mission_assigned", description="discriminator")
-    drone_id: str = Field(pattern=DRONE_ID, description="drone identifier as written")
+    drone_id: str = Field(pattern=DRONE_ID, json_schema_extra=VERBATIM, description="drone identifier as written")
     mission_type: MissionType = Field(description="what the mission is")
     priority: Literal["routine", "priority", "urgent"] = Field("routine", description="stated priority; routine if none")
     destination: str = Field(
-        max_length=40, description="destination or site name as written", json_schema_extra={"max_tokens": 40}
+        max_length=40, description="destination or site name as written",
+        json_schema_extra={"max_tokens": 40, **VERBATIM},
     )
 
 
@@ -62,7 +65,7 @@ class AltitudeChanged(_Task):
     """A drone's cruise altitude changed."""
 
     kind: Literal["altitude_changed"] = Field("altitude_changed", description="discriminator")
-    drone_id: str = Field(pattern=DRONE_ID, description="drone identifier as written")
+    drone_id: str = Field(pattern=DRONE_ID, json_schema_extra=VERBATIM, description="drone identifier as written")
     value: float = Field(gt=0, le=10000, description="new altitude number as written")
     unit: Literal["M", "FT"] = Field(description="unit of the new altitude")
 
@@ -75,10 +78,10 @@ class FlightHold(_Task):
     """A drone must hold (stay on the ground or loiter)."""
 
     kind: Literal["flight_hold"] = Field("flight_hold", description="discriminator")
-    drone_id: str = Field(pattern=DRONE_ID, description="drone identifier as written")
+    drone_id: str = Field(pattern=DRONE_ID, json_schema_extra=VERBATIM, description="drone identifier as written")
     until_utc: Optional[time] = Field(None, description="hold until this time (UTC); null if until further notice")
     reason: Optional[str] = Field(
-        None, max_length=60, description="stated reason, briefly", json_schema_extra={"max_tokens": 28}
+        None, max_length=60, description="stated reason, briefly", json_schema_extra={"max_tokens": 28, **VERBATIM},
     )
 
 
@@ -92,7 +95,8 @@ class DispatchMessage(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    sender: Optional[str] = Field(None, max_length=32, description="sending desk or callsign as written, e.g. OPS-NORTH")
+    sender: Optional[str] = Field(None, max_length=32, json_schema_extra=VERBATIM,
+                                  description="sending desk or callsign as written, e.g. OPS-NORTH")
     issued_utc: Optional[time] = Field(None, description="time the message was issued (UTC)")
     tasks: list[Task] = Field(min_length=1, max_length=8, description="the tasks in the order given")
 

@@ -20,7 +20,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .units import Q_COORDINATES, TIME10, parse_q_coordinates, parse_yymmddhhmm
+from .units import Q_COORDINATES, TIME10, VERBATIM, parse_q_coordinates, parse_yymmddhhmm
 
 NOTAM_ID = r"^[A-Z]?\d{1,4}/\d{2,4}$"  # A1234/23 (ICAO series/number/year), 07/215 (FAA)
 # Item C as written: PERM, or YYMMDDhhmm (checked digit by digit like item B) with EST for an estimate.
@@ -44,42 +44,51 @@ class Notam(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     notam_id: Optional[str] = Field(
-        None, pattern=NOTAM_ID, description="NOTAM number from the header, e.g. A1234/23 or 07/215; null if no header"
+        None, pattern=NOTAM_ID, json_schema_extra=VERBATIM,
+        description="NOTAM number from the header, e.g. A1234/23 or 07/215; null if no header",
     )
     notam_type: Optional[Literal["NOTAMN", "NOTAMR", "NOTAMC"]] = Field(
         None, description="NOTAMN new, NOTAMR replacing, NOTAMC cancelling; null if no header"
     )
     replaces: Optional[str] = Field(
-        None, pattern=NOTAM_ID, description="number of the NOTAM this one replaces or cancels (after NOTAMR/NOTAMC)"
+        None, pattern=NOTAM_ID, json_schema_extra=VERBATIM,
+        description="number of the NOTAM this one replaces or cancels (after NOTAMR/NOTAMC)",
     )
-    fir: str = Field(pattern=r"^[A-Z]{3,4}$", description="Q-line part 1: FIR designator, e.g. ZQXW (FAA may use 3 letters)")
-    qcode: Optional[str] = Field(None, pattern=r"^Q[A-Z]{4}$", description="Q-line part 2: NOTAM code, Q plus 4 letters")
+    fir: str = Field(pattern=r"^[A-Z]{3,4}$", json_schema_extra=VERBATIM,
+                     description="Q-line part 1: FIR designator, e.g. ZQXW (FAA may use 3 letters)")
+    qcode: Optional[str] = Field(None, pattern=r"^Q[A-Z]{4}$", json_schema_extra=VERBATIM,
+                                 description="Q-line part 2: NOTAM code, Q plus 4 letters")
     traffic: Optional[Traffic] = Field(None, description="Q-line part 3: traffic I (IFR), V (VFR), IV (both), K (checklist)")
     purpose: Optional[Purpose] = Field(None, description="Q-line part 4 without padding spaces, e.g. NBO, BO, M")
     scope: Optional[Scope] = Field(
         None, description="Q-line part 5 without padding: A aerodrome, E en-route, W nav warning, or a combination"
     )
-    q_lower: str = Field(pattern=r"^\d{3}$", description="Q-line part 6: lower limit, three digits as written, e.g. 000")
+    q_lower: str = Field(pattern=r"^\d{3}$", json_schema_extra=VERBATIM,
+                         description="Q-line part 6: lower limit, three digits as written, e.g. 000")
     q_upper: Optional[str] = Field(
-        None, pattern=r"^\d{3}$", description="Q-line part 7: upper limit, three digits, e.g. 999; null if blank"
+        None, pattern=r"^\d{3}$", json_schema_extra=VERBATIM,
+        description="Q-line part 7: upper limit, three digits, e.g. 999; null if blank",
     )
-    q_coordinates: str = Field(
-        pattern=Q_COORDINATES, description="Q-line centre as written without radius, e.g. 4730N00845W"
-    )
-    q_radius: str = Field(pattern=r"^\d{3}$", description="Q-line radius in NM, last three digits as written, e.g. 005")
-    location: str = Field(
-        pattern=r"^[A-Z]{4}( [A-Z]{4}){0,7}$", description="item A: ICAO location indicator(s), space-separated"
-    )
-    valid_from_raw: str = Field(pattern=TIME10, description="item B: start as written, YYMMDDhhmm UTC")
+    q_coordinates: str = Field(pattern=Q_COORDINATES, json_schema_extra=VERBATIM,
+                               description="Q-line centre as written without radius, e.g. 4730N00845W")
+    q_radius: str = Field(pattern=r"^\d{3}$", json_schema_extra=VERBATIM,
+                          description="Q-line radius in NM, last three digits as written, e.g. 005")
+    location: str = Field(pattern=r"^[A-Z]{4}( [A-Z]{4}){0,7}$", json_schema_extra=VERBATIM,
+                          description="item A: ICAO location indicator(s), space-separated")
+    valid_from_raw: str = Field(pattern=TIME10, json_schema_extra=VERBATIM,
+                                description="item B: start as written, YYMMDDhhmm UTC")
     valid_to_raw: Optional[str] = Field(
-        None, pattern=ITEM_C, description="item C as written: YYMMDDhhmm UTC, with EST if estimated, or PERM; null if absent"
+        None, pattern=ITEM_C, json_schema_extra=VERBATIM,
+        description="item C as written: YYMMDDhhmm UTC, with EST if estimated, or PERM; null if absent",
     )
     schedule: Optional[str] = Field(
         None, max_length=200, description="item D: schedule as written, e.g. MON-FRI 0630-1415; null if absent",
-        json_schema_extra={"max_tokens": 64},
+        json_schema_extra={"max_tokens": 64, **VERBATIM},
     )
-    lower: Optional[str] = Field(None, pattern=LIMIT_TEXT, max_length=24, description="item F as written, e.g. SFC")
-    upper: Optional[str] = Field(None, pattern=LIMIT_TEXT, max_length=24, description="item G as written, e.g. 1800FT AMSL")
+    lower: Optional[str] = Field(None, pattern=LIMIT_TEXT, max_length=24, json_schema_extra=VERBATIM,
+                                 description="item F as written, e.g. SFC")
+    upper: Optional[str] = Field(None, pattern=LIMIT_TEXT, max_length=24, json_schema_extra=VERBATIM,
+                                 description="item G as written, e.g. 1800FT AMSL")
 
     @field_validator("valid_from_raw", "valid_to_raw")
     @classmethod

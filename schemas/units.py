@@ -38,6 +38,9 @@ _LON_DMS = rf"{_LON_DEG}{_MS}({_MS}(\.\d{{1,2}})?)?[EW]"
 LAT_PATTERN = rf"^({_LAT_DMS}|-?([0-8]?\d|90)(\.\d{{1,7}})?)$"
 LON_PATTERN = rf"^({_LON_DMS}|-?(1[0-7]\d|180|\d{{1,2}})(\.\d{{1,7}})?)$"
 Q_COORDINATES = rf"^{_LAT_DEG}{_MS}[NS]{_LON_DEG}{_MS}[EW]$"
+# json_schema_extra of a string copied from the text as written: the decoder keeps it a piece
+# of the text (clover_struct.constraints.Verbatim)
+VERBATIM = {"verbatim": True}
 
 
 def dms_to_decimal(text: str) -> float:

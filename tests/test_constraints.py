@@ -240,3 +240,86 @@ def test_random_walks_with_a_byte_level_tokenizer(toy_byte_tokenizer, seed):
     c = build_canvas(Record, toy_byte_tokenizer)
     record = c.validate(random_fill(c, compile_canvas(c), random.Random(seed)))
     assert all(1 <= len(t.who) <= 6 for t in record.tasks) and (record.note is None or len(record.note) <= 5)
+
+
+VERBATIM = {"verbatim": True}
+
+
+class Copied(BaseModel):
+    code: str = Field(pattern=r"^[A-Z]{2}[0-9]{1,3}$", json_schema_extra=VERBATIM)
+    said: str = Field(max_length=12, json_schema_extra=VERBATIM)
+    note: Optional[str] = Field(None, max_length=8, json_schema_extra=VERBATIM)
+
+
+def values_of(auto, budget, pad, limit=20_000) -> set[tuple[int, ...]]:
+    """Every complete token sequence a decoder can write in a verbatim slot (depth first): it
+    picks among the allowed tokens those `viable` passes, or gives the copy up if none does."""
+    found, todo = set(), [((), auto.initial)]
+    while todo and len(found) < limit:
+        seq, state = todo.pop()
+        if len(seq) == budget or seq and seq[-1] == pad:
+            found.add(tuple(t for t in seq if t != pad))
+            continue
+        left = budget - len(seq)
+        tokens = [t for t in auto.allowed(state, left).tolist() if auto.viable(state, t, left - 1)]
+        if not tokens:
+            state = auto.release(state)
+            tokens = auto.allowed(state, left).tolist()
+        todo += [(seq + (t,), auto.next(state, t)) for t in tokens]
+    return found
+
+
+def bound(tok, text):
+    from clover_struct.verbatim import Verbatim, for_text
+
+    canvas = build_canvas(Copied, tok)
+    autos = for_text(compile_canvas(canvas), text, tok)
+    assert sum(isinstance(a, Verbatim) for a in autos) == 3
+    return canvas, autos
+
+
+def test_verbatim_values_are_whole_pieces_of_the_text(toy_tokenizer):
+    canvas, autos = bound(toy_tokenizer, 'Seen: AB12,\n  then AB123 and "X9" (not AB1234).')
+    s = canvas.slots[0]
+    codes = {toy_tokenizer.decode(list(v)) for v in values_of(autos[0], s.budget, canvas.pad_id)}
+    # AB1 and AB123's AB12 would end inside a run of digits; AB1234 breaks the pattern
+    assert codes == {"AB12", "AB123"}
+
+
+def test_verbatim_strings_copy_escapes_and_fold_whitespace(toy_tokenizer):
+    canvas, autos = bound(toy_tokenizer, 'He said "go  now"\tthen\nleft')
+    i = next(k for k, s in enumerate(canvas.slots) if s.path == "said")
+    said = {canvas.slots[i].value(toy_tokenizer.decode(list(v)))
+            for v in values_of(autos[i], canvas.slots[i].budget, canvas.pad_id)}
+    assert {'"go now"', "He said", "then left", "left", ""} <= said
+    folded = 'He said "go now" then left'
+    assert all(v in folded for v in said)
+
+
+def test_a_verbatim_slot_never_dead_ends(toy_tokenizer):
+    """No code in the text: the slot's pattern alone decides, and every walk still ends well."""
+    text = "nothing to copy here"
+    canvas, autos = bound(toy_tokenizer, text)
+    for seed in range(20):
+        record = canvas.validate(random_fill(canvas, autos, random.Random(seed)))
+        assert record.said in text and (record.note is None or record.note in text)
+
+
+def test_verbatim_null_and_bytes_of_other_scripts(toy_byte_tokenizer):
+    text = "禁止无人机飞行 半径 500 米 Zoë"
+    canvas, autos = bound(toy_byte_tokenizer, text)
+    for seed in range(30):
+        record = canvas.validate(random_fill(canvas, autos, random.Random(seed)))
+        assert record.said in text and (record.note is None or record.note in text)
+
+
+def test_verbatim_is_for_strings_only(toy_tokenizer):
+    class Bad(BaseModel):
+        n: int = Field(json_schema_extra=VERBATIM)
+
+    class Choice(BaseModel):
+        kind: Literal["a", "b"] = Field(json_schema_extra=VERBATIM)
+
+    for schema in (Bad, Choice):
+        with pytest.raises(SchemaError, match="verbatim applies to str fields only"):
+            build_canvas(schema, toy_tokenizer)

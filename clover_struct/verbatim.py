@@ -1,0 +1,276 @@
+"""Verbatim slots: strings the decoder keeps to pieces of the input text, as written.
+
+A field marked `Field(json_schema_extra={"verbatim": True})` holds what the text says,
+copied (an identifier, a time or limit as written, a stated reason). Its slot automaton
+(constraints.py) says what the value may look like; `Verbatim` adds where it may come
+from: of the tokens the automaton allows, only those that carry the value on along an
+occurrence in the text. The text is read as a JSON string holds it (escaped), with every
+run of whitespace as one space. A piece starts and ends at a word edge: not inside a run
+of ASCII digits or of letters (`AB12` is no piece of `AB123`; `N` and `005` are pieces of
+`4730N005`). Where the text holds no piece the pattern accepts, the slot goes on under
+its automaton alone, so a verbatim slot is never stuck where its automaton is not.
+
+Matching is done once per text for the whole vocabulary: every token's bytes are looked
+up at every offset (numpy, one pass per token length), so a decoding step only gathers
+the tokens found at the offsets where the value so far ends. Knows nothing of torch or
+models, like constraints.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from clover_struct.constraints import _TABLES, SlotAutomaton
+from clover_struct.layout import CHAR
+
+FREE = "free"       # `ends` once the copy is given up: the slot's automaton alone decides
+_FAR = 1 << 30
+_FREE_TEXT = (CHAR + "*", f'null|"(?:{CHAR}*)"')   # the patterns of strings that have none
+
+
+class Pieces:
+    """What each token writes of a JSON string's content. A content is a byte string, numbered
+    for matching; per token id, three readings of its bytes: `body` (all of them), `opened`
+    (after a leading quote: it opens a nullable string), `closed` (before a trailing quote: it
+    closes one). EMPTY: no bytes; NEVER: no such reading, or bytes a JSON string never holds
+    as they are (control characters). `tokens(reading, contents)` inverts a reading."""
+
+    READINGS = ("body", "opened", "closed")
+
+    def __init__(self, tokenizer, vocab_size: int):
+        found: dict[bytes, int] = {}
+        pairs: dict[str, list] = {r: [] for r in self.READINGS}     # (content or b"", token id)
+        self.quote_first = np.zeros(vocab_size, bool)
+        for b, ids in tokenizer.vocabulary_map().items():
+            ids = [i for i in ids if i < vocab_size]
+            self.quote_first[ids] = b[:1] == b'"'
+            for reading, piece in (("body", b), ("opened", b[1:] if b[:1] == b'"' else None),
+                                   ("closed", b[:-1] if b[-1:] == b'"' else None)):
+                if piece is not None and min(piece, default=0x20) >= 0x20:
+                    pairs[reading] += [(found.setdefault(piece, len(found)) if piece else None, i) for i in ids]
+        self.EMPTY = n = len(found)
+        self.NEVER = n + 1
+        self.unquoted = np.flatnonzero(~self.quote_first)
+        self.lengths = np.array([len(c) for c in found] + [0, 0], np.int64)
+        self._inverse = {}
+        for reading, got in pairs.items():
+            content = np.array([n if c is None else c for c, _ in got], np.int64)
+            ids = np.array([i for _, i in got], np.int64)
+            of = np.full(vocab_size, n + 1, np.int64)     # token id -> content of this reading
+            of[ids] = content
+            setattr(self, reading, of)
+            order = np.argsort(content, kind="stable")
+            cuts = np.searchsorted(content[order], np.arange(n + 3))
+            counts = np.diff(cuts)
+            only = np.where(counts == 1, ids[order][np.minimum(cuts[:-1], len(ids) - 1)], -1)
+            self._inverse[reading] = (cuts, ids[order], only, bool((counts > 1).any()))
+        self.by_length: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # L -> (sorted keys, content ids)
+        for length in sorted({len(c) for c in found}):
+            keys = np.array([c for c in found if len(c) == length], dtype=f"S{length}")
+            ids = np.array([found[c] for c in keys.tolist()], np.int64)
+            order = np.argsort(keys)
+            self.by_length[length] = (keys[order], ids[order])
+
+    def tokens(self, reading: str, contents) -> np.ndarray:
+        """The token ids whose `reading` is one of `contents`."""
+        cuts, ids, only, shared = self._inverse[reading]
+        contents = np.asarray(contents, np.int64)
+        if not shared:          # each content is one token's or none: one lookup
+            found = only[contents]
+            return found[found >= 0]
+        first, counts = cuts[contents], cuts[contents + 1] - cuts[contents]
+        offsets = np.repeat(first - np.cumsum(counts) + counts, counts)
+        return ids[offsets + np.arange(counts.sum())]
+
+
+def pieces(tokenizer, vocab_size: int) -> Pieces:
+    """The tokenizer's Pieces, built once per tokenizer and row width."""
+    cache = _TABLES.setdefault(tokenizer, {})
+    if ("pieces", vocab_size) not in cache:
+        cache["pieces", vocab_size] = Pieces(tokenizer, vocab_size)
+    return cache["pieces", vocab_size]
+
+
+class Source:
+    """One text, matched against every content: `found(ends)`, the contents that occur at the
+    offsets `ends` (None: at any word edge, where a value may start); `after(ends, c)`, where
+    content c ends when it follows on from `ends`; `may_end(ends)`, whether a word edge is
+    among them."""
+
+    def __init__(self, text: str, pieces: Pieces):
+        data = np.frombuffer(json.dumps(" ".join(text.split()), ensure_ascii=False)[1:-1].encode(), np.uint8)
+        pos, hit = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for length, (keys, ids) in pieces.by_length.items():
+            if length > len(data):
+                break
+            windows = np.ascontiguousarray(np.lib.stride_tricks.sliding_window_view(data, length))
+            windows = windows.view(f"S{length}").ravel()
+            k = np.minimum(np.searchsorted(keys, windows), len(keys) - 1)
+            at = np.flatnonzero(keys[k] == windows)
+            pos.append(at)
+            hit.append(ids[k[at]])
+        pos, hit = np.concatenate(pos), np.concatenate(hit)
+        kind = np.select([(data >= 48) & (data <= 57), ((data | 32) >= 97) & ((data | 32) <= 122)], [1, 2], 0)
+        self.edge = np.ones(len(data) + 1, bool)          # not inside a run of ASCII digits or of letters
+        self.edge[1:-1] = (kind[:-1] != kind[1:]) | (kind[1:] == 0)
+        self.pieces, self.width = pieces, pieces.NEVER + 1
+        order = np.lexsort((hit, pos))                    # by offset, then content
+        self._hits, self._cuts = hit[order], np.searchsorted(pos[order], np.arange(len(data) + 2))
+        starting = self.edge[pos]
+        order = np.lexsort((pos[starting], hit[starting]))   # value starts: by content, then offset
+        self._starts = pos[starting][order]
+        self._start_cuts = np.searchsorted(hit[starting][order], np.arange(self.width + 1))
+        self._starting = np.unique(hit[starting])
+        self._matches = set((pos * self.width + hit).tolist())   # content c at offset p: p * width + c
+
+    def found(self, ends) -> np.ndarray:
+        if ends is None:
+            return self._starting
+        if len(ends) == 1:
+            return self._hits[self._cuts[ends[0]]:self._cuts[ends[0] + 1]]
+        return np.concatenate([self._hits[self._cuts[e]:self._cuts[e + 1]] for e in ends])
+
+    def may_end(self, ends) -> bool:
+        return ends is None or any(self.edge[e] for e in ends)
+
+    def after(self, ends, c: int) -> tuple[int, ...]:
+        if c == self.pieces.EMPTY:
+            return ends
+        length = int(self.pieces.lengths[c])
+        if ends is None:
+            return tuple((self._starts[self._start_cuts[c]:self._start_cuts[c + 1]] + length).tolist())
+        return tuple(e + length for e in ends if e * self.width + c in self._matches)
+
+
+class _SearchTooLong(Exception):
+    pass
+
+
+class Verbatim:
+    """A verbatim slot bound to one text; used by the decoder like the SlotAutomaton it wraps.
+
+    State: (automaton state, inside the quotes, ends): `ends` are the text offsets where the
+    value so far may end (None before its first character), or FREE. `allowed_mask` keeps the
+    tokens that carry the copy on; `viable` looks further, for the token a decoder picks:
+    whether a whole piece the pattern accepts can still follow (a search, so asked of one
+    token, not of every allowed one; a model's first choice nearly always passes).
+    """
+
+    SEARCH = 4096   # states one `viable` search may add before it gives up (and allows)
+
+    def __init__(self, inner: SlotAutomaton, source: Source):
+        self.inner, self.source, self.pieces = inner, source, source.pieces
+        self.slot, self.budget, self.pad_id = inner.slot, inner.budget, inner.pad_id
+        self.initial = (inner.initial, inner.slot.json_kind == "string", None)
+        self.patterned = inner.slot.pattern not in _FREE_TEXT   # free text needs no look-ahead
+        self._tokens: dict = {}
+        self._finish: dict = {}
+        self._next: dict = {}
+
+    def _copying(self, state, remaining: int, allow_empty: bool = False) -> np.ndarray:
+        """Token ids the automaton allows that carry the copy on (pad where a value may end);
+        remembered, as `viable` looks ahead where the decoder then goes."""
+        key = (state, remaining, allow_empty)
+        if key not in self._tokens:
+            q, inside, ends = state
+            p, src = self.pieces, self.source
+            if not inside:     # a nullable string's start: `null` as is, or a quote and a piece
+                toks = [p.unquoted, p.tokens("opened", src.found(None)), p.tokens("opened", [p.EMPTY])]
+            else:              # content found there; a nullable string's closing quote
+                here = src.found(ends)
+                toks = [p.tokens("body", here)]
+                if self.slot.json_kind != "string":
+                    toks.append(p.tokens("closed", here))
+                    if src.may_end(ends):
+                        toks.append(p.tokens("closed", [p.EMPTY]))
+            toks = np.concatenate(toks) if len(toks) > 1 else toks[0]
+            mask = self.inner.allowed_mask(q, remaining, allow_empty=allow_empty)
+            keep = toks[mask[toks]]
+            if mask[self.pad_id] and (not inside or src.may_end(ends)):
+                keep = np.append(keep, self.pad_id)
+            self._tokens[key] = keep
+        return self._tokens[key]
+
+    def allowed_mask(self, state, remaining: int, *, allow_empty: bool = False) -> np.ndarray:
+        """As SlotAutomaton.allowed_mask, but a fresh (writable) array unless the copy is given up."""
+        if state[2] != FREE:
+            keep = self._copying(state, remaining, allow_empty)
+            if len(keep):
+                out = np.zeros(len(self.pieces.body), bool)
+                out[keep] = True
+                return out
+        return self.inner.allowed_mask(state[0], remaining, allow_empty=allow_empty)
+
+    def allowed(self, state, remaining: int, *, allow_empty: bool = False) -> np.ndarray:
+        return np.flatnonzero(self.allowed_mask(state, remaining, allow_empty=allow_empty))
+
+    def viable(self, state, token: int, remaining: int) -> bool:
+        """Whether, after `token`, a whole piece the pattern accepts fits the `remaining` positions."""
+        if not self.patterned or state[2] == FREE or token == self.pad_id:
+            return True
+        try:
+            return self._can_finish(self.next(state, token), remaining, [self.SEARCH])
+        except _SearchTooLong:
+            return True
+
+    def _can_finish(self, state, remaining: int, budget: list[int]) -> bool:
+        """Depth first, over the tokens that carry the copy on. What it learns is kept per state
+        as (most positions known too few, fewest known enough): the answer depends on the bytes
+        written, not on how they were cut into tokens, so other cuts of the same text reuse it."""
+        fails, works = self._finish.get(state, (-1, _FAR))
+        if remaining >= works or remaining <= fails:
+            return remaining >= works
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _SearchTooLong
+        q, inside, ends = state
+        if self.inner.is_final(q) and (ends == FREE or not inside or self.source.may_end(ends)):
+            ok = True
+        else:
+            ok = remaining > 0 and any(self._can_finish(self.next(state, t), remaining - 1, budget)
+                                       for t in self._copying(state, remaining).tolist() if t != self.pad_id)
+        self._finish[state] = (fails, remaining) if ok else (remaining, works)
+        return ok
+
+    def release(self, state):
+        """The state with the copy given up: the slot goes on under its automaton alone."""
+        return state[0], state[1], FREE
+
+    def next(self, state, token: int):
+        key = (state, token)
+        if key not in self._next:
+            self._next[key] = self._step(state, token)
+        return self._next[key]
+
+    def _step(self, state, token: int):
+        q, inside, ends = state
+        q2 = self.inner.next(q, token)
+        if token == self.pad_id or ends == FREE or not (inside or self.pieces.quote_first[token]):
+            return q2, inside, ends
+        if self.slot.json_kind != "string" and self.inner.is_final(q2):
+            return q2, False, FREE       # the quotes closed: only pads follow
+        ends = self.source.after(ends, int((self.pieces.body if inside else self.pieces.opened)[token]))
+        return q2, True, ends if ends != () else FREE
+
+    def is_final(self, state) -> bool:
+        return self.inner.is_final(state[0])
+
+    def min_tokens(self, state) -> int:
+        return self.inner.min_tokens(state[0])
+
+    def accepts(self, token_ids, *, allow_empty: bool = False) -> bool:
+        return self.inner.accepts(token_ids, allow_empty=allow_empty)
+
+    def violation(self, value) -> str | None:
+        return self.inner.violation(value)
+
+
+def for_text(automata: list, text: str, tokenizer) -> list:
+    """A canvas's automata with each verbatim slot bound to `text`; the list itself if none is."""
+    verbatim = [a for a in automata if isinstance(a, SlotAutomaton) and a.slot.verbatim]
+    if not verbatim:
+        return automata
+    source = Source(text, pieces(tokenizer, verbatim[0]._t.vocab_size))
+    return [Verbatim(a, source) if a in verbatim else a for a in automata]
