@@ -1,6 +1,6 @@
 """The joint decoder and the extract API, with tiny random models (which know nothing)."""
 
-from typing import Literal
+from typing import Literal, Optional
 
 import pytest
 import torch
@@ -113,6 +113,26 @@ def test_numeric_bounds_fall_back_to_the_next_best_value(toy_tokenizer):
     for seed in range(5):
         v = extract("bounds", Bounded, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
         assert -1.5 <= v.x <= 2.0 and 10 < v.n < 13
+
+
+class Quoted(BaseModel):
+    who: str = Field(max_length=12, json_schema_extra={"verbatim": True})
+    gate: str = Field(pattern=r"^[A-Z]{2}[0-9]{2}$", json_schema_extra={"verbatim": True})
+    note: Optional[str] = Field(None, max_length=8, json_schema_extra={"verbatim": True})
+
+
+def test_verbatim_fields_are_pieces_of_the_text(toy_tokenizer):
+    """A random model knows nothing: only the constraint keeps its values to the text."""
+    texts = [f"call {name} at gate {gate}, then {name} to XQ{i:02d}9" for i, (name, gate) in
+             enumerate([("Ann", "AB12"), ("Bo Li", "ZZ07"), ("Cy", "QX55"), ("Dee-Dee", "MN31")] * 4)]
+    for seed in range(3):
+        model = tiny_model(toy_tokenizer, seed=seed, std=0.5)
+        for text, got in zip(texts, extract_many(texts, Quoted, model=model)):
+            folded = " ".join(text.split())
+            assert got.who in folded and (got.note is None or got.note in folded)
+            assert got.gate == text.split("gate ")[1][:4]   # the only piece the pattern takes (XQ..9 runs on)
+    known = extract(texts[0], Quoted, model=model, known={"who": "Nobody"})
+    assert known.who == "Nobody"   # known values are the caller's, not the text's
 
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
