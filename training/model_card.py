@@ -123,7 +123,7 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         if r and "field_em" in r:
             record = f"{r['record_em']:.3f}" if "record_em" in r else "-"
             seconds = f"{r['seconds_per_record']:.2f}" if "seconds_per_record" in r else "-"
-            lines.append(f"| {name} | {r['n']} | {r['valid_rate']:.3f} | {r['field_em']:.3f} | {record} | {seconds} |")
+            lines.append(f"| {name} | {r['n']} | {_rate(r['valid_rate'])} | {_rate(r['field_em'])} | {record} | {seconds} |")
     for name, r in evaluation.items():
         if r and r.get("per_field"):
             lines += ["", f"Per field, {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["per_field"].items()) + "."]
@@ -141,14 +141,19 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
                           f"{g['accuracy_true_geometry']:.3f}."]
     if evaluation.get("real_dev"):
         lines += ["", "Real dev notices, Q-line fields, location and validity: "
-                      f"{evaluation['real_dev']['qline_location_validity_em']:.3f} field exact match."]
+                      f"{_rate(evaluation['real_dev']['qline_location_validity_em'])} field exact match."]
     lines += ["", "Against the targets of issue 4:", ""]
     for key, metric, bar in TARGETS:
         if evaluation.get(key):
             got = evaluation[key][metric]
-            shown = f"{got:.3f}" if (round(got, 3) >= bar) == (got >= bar) else f"{got:.4f}"   # 0.9795, not 0.980
+            shown = _rate(got) if (round(got, 3) >= bar) == (got >= bar) else f"{got:.4f}"   # 0.9795, not 0.980
             lines.append(f"- {key} {metric}: {shown} (target {bar:g}) {'met' if got >= bar else 'NOT met'}")
     return "\n".join(lines) + "\n"
+
+
+def _rate(x: float) -> str:
+    """Three decimals; four where three would round a miss up to a perfect 1.000."""
+    return f"{x:.4f}" if x < 1 and round(x, 3) == 1 else f"{x:.3f}"
 
 
 def write(run: Path, evaluation_file: Path, out: Path, hardware: str | None = None) -> Path:

@@ -118,3 +118,11 @@ def test_stages_trained_over_the_shipped_directory_get_their_own(tmp_path):
     assert "- stage 1: `python -m training.train --out runs/mini-1 --config tiny" in first
     assert "`python -m training.train --out runs/mini-2 --config tiny" in second and "--init runs/mini-1" in second
     assert "`python -m training.train --out runs/mini --config tiny" in third and "--init runs/mini-2" in third
+
+
+def test_a_near_perfect_score_is_not_rounded_up_to_a_perfect_one(tmp_path):
+    fake_run(tmp_path / "run")
+    real = {"n": 553, "valid_rate": 1.0, "field_em": 0.99968, "qline_location_validity_em": 0.99968}
+    (tmp_path / "eval.json").write_text(json.dumps({**EVALUATION, "real_dev": real}))
+    text = MC.write(tmp_path / "run", tmp_path / "eval.json", tmp_path / "ship").read_text()
+    assert "| real_dev | 553 | 1.000 | 0.9997 |" in text and "validity: 0.9997 field" in text
