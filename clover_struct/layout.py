@@ -344,7 +344,7 @@ class Canvas:
                 lines.append(f"{x.path + ':':32} {x.kind} group, {rule}")
             else:
                 what = x.pattern if x.kind == "regex" else " | ".join(x.choices)
-                checks = "".join(f"  {c.op} {c.bound}" for c in x.checks)
+                checks = "".join(f"  {c.op} {c.bound}" for c in x.checks) + "  verbatim" * x.verbatim
                 lines.append(f"{x.path:32} {x.kind:6} {x.budget:>6}  {what}{checks}")
         return "\n".join(lines)
 

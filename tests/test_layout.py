@@ -262,6 +262,15 @@ def test_describe_lists_fields_budgets_and_patterns(toy_tokenizer):
     assert build_canvas(Order, toy_tokenizer).describe().count("item group") == 3
 
 
+def test_verbatim_comes_from_pydantic_and_json_schema_alike(toy_tokenizer):
+    schema = {"type": "object", "properties": {"id": {"type": "string", "maxLength": 8, "verbatim": True},
+                                               "note": {"anyOf": [{"type": "string"}, {"type": "null"}],
+                                                        "verbatim": True}, "free": {"type": "string"}}}
+    canvas = build_canvas(schema, toy_tokenizer)
+    assert [s.verbatim for s in canvas.slots] == [True, True, False]
+    assert canvas.describe().count("  verbatim") == 2
+
+
 def test_canvases_are_cached_and_checked_against_the_context(toy_tokenizer):
     assert build_canvas(Flat, toy_tokenizer) is build_canvas(Flat, toy_tokenizer)
     need = len(build_canvas(Flat, toy_tokenizer))
