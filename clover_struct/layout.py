@@ -109,7 +109,7 @@ class Slot:
     length: tuple[int, int | None] | None = None    # (min, max) string characters, for the automaton
     union: tuple | None = None   # a one-slot union: (discriminator key, ((tag text, pieces), ...)),
     #                              pieces: the variant's fixed texts and (field key, Slot) in order
-    verbatim: bool = False       # a string the text holds as written (constraints.Verbatim)
+    verbatim: bool = False       # a string the text holds as written (verbatim.py)
 
     @property
     def end(self) -> int:

@@ -63,9 +63,10 @@ class Pieces:
             setattr(self, reading, of)
             order = np.argsort(content, kind="stable")
             cuts = np.searchsorted(content[order], np.arange(n + 3))
-            counts = np.diff(cuts)
-            only = np.where(counts == 1, ids[order][np.minimum(cuts[:-1], len(ids) - 1)], -1)
-            self._inverse[reading] = (cuts, ids[order], only, bool((counts > 1).any()))
+            single = np.diff(cuts) == 1
+            only = np.full(n + 2, -1, np.int64)       # content -> its one token, if it has one
+            only[single] = ids[order][cuts[:-1][single]]
+            self._inverse[reading] = (cuts, ids[order], only, bool((np.diff(cuts) > 1).any()))
         self.by_length: dict[int, tuple[np.ndarray, np.ndarray]] = {}   # L -> (sorted keys, content ids)
         for length in sorted({len(c) for c in found}):
             keys = np.array([c for c in found if len(c) == length], dtype=f"S{length}")
@@ -158,7 +159,7 @@ class Verbatim:
     token, not of every allowed one; a model's first choice nearly always passes).
     """
 
-    SEARCH = 4096   # states one `viable` search may add before it gives up (and allows)
+    SEARCH = 4096   # states one `viable` search may visit before it gives up (and allows)
 
     def __init__(self, inner: SlotAutomaton, source: Source):
         self.inner, self.source, self.pieces = inner, source, source.pieces

@@ -323,3 +323,14 @@ def test_verbatim_is_for_strings_only(toy_tokenizer):
     for schema in (Bad, Choice):
         with pytest.raises(SchemaError, match="verbatim applies to str fields only"):
             build_canvas(schema, toy_tokenizer)
+
+
+def test_the_look_ahead_rejects_dead_starts_and_gives_up_when_long(toy_tokenizer):
+    canvas, autos = bound(toy_tokenizer, "X9 then AB12")
+    code, left, x = autos[0], canvas.slots[0].budget - 1, toy_tokenizer.encode("X")[0]
+    assert x in code.allowed(code.initial, left + 1).tolist()   # X is a word of the text ...
+    assert not code.viable(code.initial, x, left)                # ... but no code of the pattern starts there
+    assert code.viable(code.initial, toy_tokenizer.encode("A")[0], left)
+    code._finish.clear()
+    code.SEARCH = 0     # a search that would run past its bound allows the token
+    assert code.viable(code.initial, x, left)
