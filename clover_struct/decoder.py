@@ -17,7 +17,9 @@ items of its list); a value token makes it and its enclosing groups present
 (and, for items, the items before it). A variant is decided by its tag.
 
 Knows nothing of pydantic or text: canvases, automata and a model in, token ids
-and statistics out. The model is anything with `prefill`, `step`, `commit`.
+and statistics out. The model is anything with `prefill`, `step`, `commit`; one with
+`prefill_step` too encodes the prompts in the first step's pass (a record settled in
+one step then costs one forward pass, not two).
 """
 
 from __future__ import annotations
@@ -325,10 +327,15 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     pad = model.config.pad_token_id or 0
     prompt_ids = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=device)
     lengths = torch.tensor([len(p) for p in prompts], device=device)
-    if use_cache:
-        cache, _ = model.prefill(prompt_ids, lengths=lengths)
+    cache = None   # with use_cache: made by the first step's pass (model.prefill_step), else by prefill
+
+    def prefill():
         for row in rows:
             row.trace.forward_passes += 1
+        return model.prefill(prompt_ids, lengths=lengths)[0]
+
+    if use_cache and not hasattr(model, "prefill_step"):
+        cache = prefill()
     L = len(canvases[0].ids)
     step = 0
     for block_start in range(0, L, B):
@@ -339,7 +346,13 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
             wanted = [rows[n].wanted(block_start, block_end) for n in live]
             at = (torch.tensor([j for j, w in enumerate(wanted) for _ in w], device=device),
                   torch.tensor([p - block_start for w in wanted for p in w], device=device))
-            if use_cache:
+            if use_cache and cache is None:   # the first step encodes the prompts in the same pass
+                ids = torch.tensor([r.ids[block_start:block_end] for r in rows], device=device)
+                cache, logits = model.prefill_step(prompt_ids, ids, lengths, at=(index[at[0]], at[1]))
+                rows_cache, live_before = cache, list(range(len(rows)))
+                for n in set(range(len(rows))) - set(live):
+                    rows[n].trace.forward_passes += 1
+            elif use_cache:
                 if live != live_before:  # re-slice the cache only when the set of rows changes
                     rows_cache, live_before = cache.select(index), live
                 ids = torch.tensor([rows[n].ids[block_start:block_end] for n in live], device=device)
@@ -368,6 +381,8 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
                         _decode_slot(r, i, lp, block_end, step, limit, temperature, generator)
                 r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
         if block_end < L and use_cache:
+            if cache is None:   # (no step in the block: nothing in it to decode)
+                cache = prefill()
             model.commit(torch.tensor([r.ids[block_start:block_end] for r in rows], device=device), cache)
             for row in rows:
                 row.trace.forward_passes += 1

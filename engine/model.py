@@ -79,12 +79,14 @@ class Step:
 
     start: column of the first new token (the cache length); bidir_from: index,
     within the new tokens, where the bidirectional block begins (T: none);
-    commit: write the new tokens into `cache`; pad: [B] left padding per row.
+    commit: how many of the new tokens, from the first, to write into `cache` (True: all,
+    False: none); pad: [B] left padding per row.
     """
 
-    def __init__(self, T: int, mode: str, cache: PrefixCache | None, commit: bool, block_len: int,
+    def __init__(self, T: int, mode: str, cache: PrefixCache | None, commit: bool | int, block_len: int,
                  pad: torch.Tensor, device):
-        self.cache, self.commit, self.pad = cache, commit, pad
+        self.cache, self.pad = cache, pad
+        self.commit = T if commit is True else int(commit)
         self.start = cache.length if cache is not None else 0
         self.bidir_from = {"causal": T, "block": max(T - block_len, 0), "bidirectional": 0}[mode]
         cols = torch.arange(self.start, self.start + T, device=device)
@@ -138,7 +140,8 @@ class GatedAttention(nn.Module):
             k = torch.cat([s.cache.keys[self.layer], k], 2)
             v = torch.cat([s.cache.values[self.layer], v], 2)
         if s.cache is not None and s.commit:
-            s.cache.keys[self.layer], s.cache.values[self.layer] = k, v
+            end = s.start + s.commit
+            s.cache.keys[self.layer], s.cache.values[self.layer] = k[:, :, :end], v[:, :, :end]
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=s.attention_mask, enable_gqa=True)
         out = out.transpose(1, 2).reshape(B, T, -1) * torch.sigmoid(gate.reshape(B, T, -1))
         return self.o_proj(out)
@@ -171,8 +174,8 @@ class GatedDeltaNet(nn.Module):
         if history is None:
             history = mixed.new_zeros(B, mixed.shape[1], self.kernel - 1)
         window = torch.cat([history, mixed], -1)
-        if cache is not None and s.commit:
-            cache.conv[self.layer] = window[..., -(self.kernel - 1):]
+        if cache is not None and s.commit:   # the last kernel-1 inputs of the committed tokens
+            cache.conv[self.layer] = window[..., s.commit:s.commit + self.kernel - 1]
         # depthwise causal conv as K shifted products: the same as F.conv1d, and forward plus
         # backward run 2-3x faster on CPU (measured; conv1d's backward took 8% of a training step)
         w = self.conv1d.weight.to(window.dtype)[:, 0]         # [C, K]
@@ -190,9 +193,15 @@ class GatedDeltaNet(nn.Module):
         g = (-self.A_log.float().exp() * F.softplus(self.in_proj_a(x).float() + self.dt_bias.float())).transpose(1, 2)
 
         state = cache.state.get(self.layer) if cache is not None else None
-        o, final = gated_delta.scan(q, k, v, g, beta, state)
-        if cache is not None and s.commit:
-            cache.state[self.layer] = final
+        c = s.commit if cache is not None else 0
+        if 0 < c < T:   # the cache takes the state after the committed tokens; the rest go on from it
+            o, state = gated_delta.scan(*(t[:, :, :c] for t in (q, k, v, g, beta)), state)
+            rest, _ = gated_delta.scan(*(t[:, :, c:] for t in (q, k, v, g, beta)), state)
+            o = torch.cat([o, rest], 2)
+        else:
+            o, state = gated_delta.scan(q, k, v, g, beta, state)
+        if c:
+            cache.state[self.layer] = state
         b0 = s.bidir_from
         if b0 < T - 1:  # the last token of a block has nothing after it
             back = gated_delta.backward_exclusive(*(t[:, :, b0:] for t in (q, k, v, g, beta)))
@@ -331,8 +340,8 @@ class CloverModel(nn.Module):
         x = self.model.embed_tokens(ids)
         for layer in self.model.layers:
             x = layer(x, s)
-        if cache is not None and commit:
-            cache.length += ids.shape[1]
+        if cache is not None:
+            cache.length += s.commit
         return self.model.norm(x)
 
     def forward(self, input_ids, mode: str = "causal", *, block_len: int | None = None, pad=None):
@@ -367,6 +376,19 @@ class CloverModel(nn.Module):
         (the output head is a large share of a step over a long block)."""
         h = self._run(block_ids, mode, cache, commit=False, block_len=block_ids.shape[1])
         return self.lm_head(h if at is None else h[at])
+
+    @torch.no_grad()
+    def prefill_step(self, input_ids, block_ids, lengths=None, *, at=None) -> tuple[PrefixCache, torch.Tensor]:
+        """`prefill` of the prompts and the first `step` of a block over them, in one pass: the
+        prompt columns are encoded causally and cached, the block columns see them and each other.
+
+        Returns the cache (of the prompts only) and the block's logits, as `step` gives them."""
+        B, P = input_ids.shape
+        lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
+        cache = PrefixCache(pad=(P - lengths).to(input_ids.device))
+        h = self._run(torch.cat([input_ids, block_ids], 1), "block", cache, commit=P,
+                      block_len=block_ids.shape[1])[:, P:]
+        return cache, self.lm_head(h if at is None else h[at])
 
     @torch.no_grad()
     def commit(self, block_ids, cache: PrefixCache):

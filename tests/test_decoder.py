@@ -38,7 +38,7 @@ def test_forward_passes_follow_the_longest_field_not_the_sum(toy_tokenizer):
     assert len(canvas.ids) <= 256  # one block
     sizes = budgets(canvas, 0, len(canvas.ids))
     assert trace.steps <= max(sizes) < sum(sizes)
-    assert trace.forward_passes == trace.steps + 1          # + the prompt's prefill
+    assert trace.forward_passes == trace.steps     # the first step's pass also encodes the prompt
     assert trace.tokens_committed == sum(sizes)
     assert set(trace.settled_at) == {s.path for s in canvas.slots}
     assert all(0.0 <= p <= 1.0 for p in trace.confidence.values())
@@ -54,7 +54,15 @@ def test_several_blocks_cost_the_longest_field_of_each(toy_tokenizer):
     blocks = range(0, len(canvas.ids), 16)
     bound = sum(max(budgets(canvas, b, b + 16), default=0) for b in blocks)
     assert trace.steps <= bound
-    assert trace.forward_passes <= 1 + trace.steps + len(blocks) - 1
+    assert trace.forward_passes <= trace.steps + len(blocks) - 1   # + a commit per finished block
+
+
+def test_a_record_with_every_field_known_needs_no_step(toy_tokenizer):
+    known = {"a": "x", "b": "y", "c": "z", "d": 4, "e": "EGTT", "f": "no"}
+    for texts in (["t"], ["t", "u"]):   # one block of several: its commits still get a prefix cache
+        out = extract_many(texts, Six, model=tiny_model(toy_tokenizer, block_size=16), trace=True,
+                           known=[known] * len(texts))
+        assert all(v == Six(**known) and t.steps == 0 for v, t in out)
 
 
 def test_a_confident_model_commits_many_tokens_per_step(toy_tokenizer):

@@ -61,6 +61,9 @@ class _Counted:
     def step(self, *a, **k):
         return self._count(self._model.step, *a, **k)
 
+    def prefill_step(self, *a, **k):
+        return self._count(self._model.prefill_step, *a, **k)
+
     def commit(self, *a, **k):
         return self._count(self._model.commit, *a, **k)
 

@@ -76,6 +76,20 @@ def test_rows_of_different_lengths_equal_each_row_alone(tiny, close):
         close(after[i], tiny.step(block[i:i + 1].flip(1), alone)[0], f"row {i} after a commit", 1e-5)
 
 
+def test_prefill_step_equals_prefill_then_step(tiny, close):
+    lengths = [45, 30, 38]
+    batch = torch.cat([torch.cat([torch.full((1, 45 - n), 1), rand(1, n, seed=n)], 1) for n in lengths])
+    block, later = rand(3, 8, seed=2), rand(3, 8, seed=3)
+    fused, logits = tiny.prefill_step(batch, block, lengths, at=(torch.tensor([0, 2]), torch.tensor([1, 7])))
+    apart, _ = tiny.prefill(batch, lengths=lengths)
+    close(logits, tiny.step(block, apart)[[0, 2], [1, 7]], "prefill_step logits", 1e-5)
+    assert fused.length == apart.length == 45
+    close(tiny.step(later, fused), tiny.step(later, apart), "a later step from its cache", 1e-5)
+    tiny.commit(later, fused)
+    tiny.commit(later, apart)
+    close(tiny.step(block, fused), tiny.step(block, apart), "after a commit", 1e-5)
+
+
 def test_select_keeps_the_rows(tiny, close):
     cache, _ = tiny.prefill(rand(3, 20))
     block = rand(3, 8, seed=5)
