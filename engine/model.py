@@ -327,7 +327,7 @@ class CloverModel(nn.Module):
     def device(self):
         return self.lm_head.weight.device
 
-    def _run(self, ids, mode: str, cache: PrefixCache | None = None, commit: bool = False,
+    def _run(self, ids, mode: str, cache: PrefixCache | None = None, commit: bool | int = False,
              block_len: int | None = None, pad=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
