@@ -85,8 +85,12 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
         raise KeyError(f"known: no field {sorted(unknown)}; fields are {', '.join(s.path for s in slots)}")
 
     prompt = torch.tensor([encode_prompt(model, text, canvas)], device=model.device)
-    cache, _ = model.prefill(prompt)
-    lp = torch.log_softmax(model.step(torch.tensor([canvas.ids], device=model.device), cache).float(), -1)[0]
+    block = torch.tensor([canvas.ids], device=model.device)
+    if hasattr(model, "prefill_step"):   # the prompt and the one step in one pass
+        passes, (_, logits) = 1, model.prefill_step(prompt, block)
+    else:
+        passes, logits = 2, model.step(block, model.prefill(prompt)[0])
+    lp = torch.log_softmax(logits.float(), -1)[0]
     options = []  # per slot: [(value, score)]
     for s, choice in zip(slots, sets):
         scores = choice.score(lp[s.start:s.end].cpu().numpy())
@@ -118,7 +122,7 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
     value = canvas.model.model_validate(record(best)) if canvas.model else record(best)
     if not trace:
         return value
-    t = Trace(forward_passes=2, steps=1, tokens_committed=sum(s.budget for s in slots), tokens_per_step=[])
+    t = Trace(forward_passes=passes, steps=1, tokens_committed=sum(s.budget for s in slots), tokens_per_step=[])
     t.confidence = {s.path: float(torch.tensor([sc for _, sc in o]).softmax(0).max()) for s, o in zip(slots, options)}
     t.settled_at = {s.path: 1 for s in slots}
     return value, t

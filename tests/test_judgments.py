@@ -41,7 +41,7 @@ def test_known_facts_are_kept(toy_tokenizer):
     j, trace = decide("x", DispatchJudgments, model=model, rules=[predicate(judgment_rules_hold)],
                       known={"crosses_zone": False}, trace=True)
     assert j.crosses_zone is False and not j.conflict and j.action == Action.PROCEED
-    assert trace.forward_passes == 2 and trace.steps == 1
+    assert trace.forward_passes == 1 and trace.steps == 1   # prompt and step in one pass
 
 
 def test_unsatisfiable_rules_and_too_many_fields(toy_tokenizer):
@@ -59,3 +59,15 @@ def test_unsatisfiable_rules_and_too_many_fields(toy_tokenizer):
 
     with pytest.raises(SchemaError, match="`name`.*bool, Literal or Enum"):
         decide("x", NotJudgment, model=model)
+
+
+def test_a_model_without_prefill_step_answers_the_same_in_two_passes(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, std=1.0)
+
+    class Plain:   # prefill, step and commit only, as the decoder's contract asks
+        config, tokenizer, device = model.config, model.tokenizer, model.device
+        prefill, step, commit = model.prefill, model.step, model.commit
+
+    fused, one = decide("x", DispatchJudgments, model=model, trace=True)
+    apart, two = decide("x", DispatchJudgments, model=Plain(), trace=True)
+    assert fused == apart and (one.forward_passes, two.forward_passes) == (1, 2)
