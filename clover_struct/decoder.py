@@ -18,8 +18,8 @@ items of its list); a value token makes it and its enclosing groups present
 
 Knows nothing of pydantic or text: canvases, automata and a model in, token ids
 and statistics out. The model is anything with `prefill`, `step`, `commit`; one with
-`prefill_step` too encodes the prompts in the first step's pass (a record settled in
-one step then costs one forward pass, not two).
+`prefill_step` too encodes the prompts in the first step's pass (`first_step`: a record
+settled in one step then costs one forward pass, not two).
 """
 
 from __future__ import annotations
@@ -293,6 +293,15 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         first = False
 
 
+def first_step(model, prompt_ids, block_ids, lengths=None, *, at=None):
+    """The prompts' prefix cache and the first step's logits over `block_ids`, and the forward
+    passes that took: one where the model has `prefill_step`, else `prefill`, then `step`."""
+    if hasattr(model, "prefill_step"):
+        return (*model.prefill_step(prompt_ids, block_ids, lengths, at=at), 1)
+    cache, _ = model.prefill(prompt_ids, lengths=lengths)
+    return cache, model.step(block_ids, cache, at=at), 2
+
+
 SCHEDULES = ("joint", "sequential", "one_token")
 
 
@@ -327,15 +336,7 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     pad = model.config.pad_token_id or 0
     prompt_ids = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=device)
     lengths = torch.tensor([len(p) for p in prompts], device=device)
-    cache = None   # with use_cache: made by the first step's pass (model.prefill_step), else by prefill
-
-    def prefill():
-        for row in rows:
-            row.trace.forward_passes += 1
-        return model.prefill(prompt_ids, lengths=lengths)[0]
-
-    if use_cache and not hasattr(model, "prefill_step"):
-        cache = prefill()
+    cache = None   # with use_cache: made by the first step (first_step)
     L = len(canvases[0].ids)
     step = 0
     for block_start in range(0, L, B):
@@ -346,12 +347,12 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
             wanted = [rows[n].wanted(block_start, block_end) for n in live]
             at = (torch.tensor([j for j, w in enumerate(wanted) for _ in w], device=device),
                   torch.tensor([p - block_start for w in wanted for p in w], device=device))
-            if use_cache and cache is None:   # the first step encodes the prompts in the same pass
+            if use_cache and cache is None:   # the first step also encodes every row's prompt
                 ids = torch.tensor([r.ids[block_start:block_end] for r in rows], device=device)
-                cache, logits = model.prefill_step(prompt_ids, ids, lengths, at=(index[at[0]], at[1]))
+                cache, logits, passes = first_step(model, prompt_ids, ids, lengths, at=(index[at[0]], at[1]))
                 rows_cache, live_before = cache, list(range(len(rows)))
-                for n in set(range(len(rows))) - set(live):
-                    rows[n].trace.forward_passes += 1
+                for n, r in enumerate(rows):   # (a live row counts its step below)
+                    r.trace.forward_passes += passes - (n in live)
             elif use_cache:
                 if live != live_before:  # re-slice the cache only when the set of rows changes
                     rows_cache, live_before = cache.select(index), live
@@ -382,7 +383,9 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
                 r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
         if block_end < L and use_cache:
             if cache is None:   # (no step in the block: nothing in it to decode)
-                cache = prefill()
+                cache, _ = model.prefill(prompt_ids, lengths=lengths)
+                for row in rows:
+                    row.trace.forward_passes += 1
             model.commit(torch.tensor([r.ids[block_start:block_end] for r in rows], device=device), cache)
             for row in rows:
                 row.trace.forward_passes += 1

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import torch
 
 from .api import encode_prompt, prepare
-from .decoder import Trace
+from .decoder import Trace, first_step
 from .errors import ExtractionError, SchemaError
 
 MAX_LINKED = 8
@@ -85,11 +85,7 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
         raise KeyError(f"known: no field {sorted(unknown)}; fields are {', '.join(s.path for s in slots)}")
 
     prompt = torch.tensor([encode_prompt(model, text, canvas)], device=model.device)
-    block = torch.tensor([canvas.ids], device=model.device)
-    if hasattr(model, "prefill_step"):   # the prompt and the one step in one pass
-        passes, (_, logits) = 1, model.prefill_step(prompt, block)
-    else:
-        passes, logits = 2, model.step(block, model.prefill(prompt)[0])
+    _, logits, passes = first_step(model, prompt, torch.tensor([canvas.ids], device=model.device))
     lp = torch.log_softmax(logits.float(), -1)[0]
     options = []  # per slot: [(value, score)]
     for s, choice in zip(slots, sets):

@@ -170,16 +170,19 @@ def test_without_the_prefix_cache_the_result_is_the_same(toy_tokenizer):
         assert tb.forward_passes == tb.steps < ta.forward_passes   # no prefill, no block commits
 
 
-def test_a_model_without_prefill_step_gives_the_same_records_in_one_pass_more(toy_tokenizer):
-    model = tiny_model(toy_tokenizer, block_size=16, std=0.5)
-
-    class Plain:   # prefill, step and commit only: the prompt gets a pass of its own
+def without_prefill_step(model):
+    """`model` with prefill, step and commit only (the decoder's contract): the prompt gets a pass of its own."""
+    class Plain:
         config, tokenizer, device = model.config, model.tokenizer, model.device
         prefill, step, commit = model.prefill, model.step, model.commit
+    return Plain()
 
+
+def test_a_model_without_prefill_step_gives_the_same_records_in_one_pass_more(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, block_size=16, std=0.5)
     texts = ["first notice", "a second, longer notice text"]
     for (a, ta), (b, tb) in zip(extract_many(texts, Six, model=model, trace=True),
-                                extract_many(texts, Six, model=Plain(), trace=True)):
+                                extract_many(texts, Six, model=without_prefill_step(model), trace=True)):
         assert a == b and tb.forward_passes == ta.forward_passes + 1
 
 

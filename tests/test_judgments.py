@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from clover_struct import ExtractionError, SchemaError
 from clover_struct.judgments import decide, exactly_one, excludes, implies, predicate
 from clover_struct.schemas.dispatch import Action, DispatchJudgments, judgment_rules_hold
-from test_decoder import tiny_model
+from test_decoder import tiny_model, without_prefill_step
 
 
 class Triage(BaseModel):
@@ -63,11 +63,6 @@ def test_unsatisfiable_rules_and_too_many_fields(toy_tokenizer):
 
 def test_a_model_without_prefill_step_answers_the_same_in_two_passes(toy_tokenizer):
     model = tiny_model(toy_tokenizer, std=1.0)
-
-    class Plain:   # prefill, step and commit only, as the decoder's contract asks
-        config, tokenizer, device = model.config, model.tokenizer, model.device
-        prefill, step, commit = model.prefill, model.step, model.commit
-
     fused, one = decide("x", DispatchJudgments, model=model, trace=True)
-    apart, two = decide("x", DispatchJudgments, model=Plain(), trace=True)
+    apart, two = decide("x", DispatchJudgments, model=without_prefill_step(model), trace=True)
     assert fused == apart and (one.forward_passes, two.forward_passes) == (1, 2)
