@@ -59,7 +59,7 @@ def training_summary(run: Path, hardware: str | None) -> dict:
 def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = None) -> dict:
     before, init = state.get("before"), state["args"].get("init")
     if before and init == RUN_DIR:   # trained over the shipped run's directory: the one before gets its own
-        init = f"{RUN_DIR}-{len(_stages(before))}"
+        init = f"{RUN_DIR}-{len(stages(before))}"
         state = {**state, "args": {**state["args"], "init": init}}
     summary = stage_summary(state, last_log, out, hardware)
     if before:
@@ -67,9 +67,9 @@ def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = 
     return summary
 
 
-def _stages(t: dict) -> list[dict]:
+def stages(t: dict) -> list[dict]:
     """The stages of a training summary, first first."""
-    return (_stages(t["before"]) if t.get("before") else []) + [t]
+    return (stages(t["before"]) if t.get("before") else []) + [t]
 
 
 def render(config: dict, training: dict, evaluation: dict) -> str:
@@ -100,12 +100,12 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         "## Training",
         "",
     ]
-    stages = _stages(t)
-    for k, s in enumerate(stages):
+    chain = stages(t)
+    for k, s in enumerate(chain):
         a = s["args"]
         origin = ("tokenizer trained by the same command" if k == 0 else
                   f"from the weights and tokenizer of stage {k}, with a new optimizer and lr schedule")
-        lines += [f"- {f'stage {k + 1}: ' if len(stages) > 1 else ''}`{s['command']}` ({origin})",
+        lines += [f"- {f'stage {k + 1}: ' if len(chain) > 1 else ''}`{s['command']}` ({origin})",
                   f"  - machine: {s['machine']}",
                   f"  - {s['steps']:,} steps in {s['minutes']:g} minutes; batches of about {a['batch_tokens']:,} "
                   f"tokens, AdamW lr {a['lr']:g}; shares of steps: " + ", ".join(f"{kind} {share:g}" for kind, share in a["mix"].items())]
