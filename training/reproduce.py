@@ -56,17 +56,17 @@ def main(argv: list[str] | None = None) -> int:
     init = None
     for k, stage in enumerate(recorded, 1):
         out = args.out if k == len(recorded) else f"{args.out}-{k}"
-        stage_args = stage_argv(stage, out, init, args.device, args.twin, args.model / "tokenizer.json")
         done = done_steps(Path(out))
         if done is not None and done >= stage["steps"]:
             print(f"stage {k}: done ({out}, step {done})", flush=True)
-        elif args.dry_run:
-            print(f"stage {k}: python -m training.train {shlex.join(stage_args)}", flush=True)
         else:
-            resume = ["--out", out, "--resume", "--steps", str(stage["steps"]), "--device", args.device]
-            print(f"stage {k}: {'resuming at step ' + str(done) if done is not None else 'training'} ({out})",
-                  flush=True)
-            train.main(resume if done is not None else stage_args)
+            command = (["--out", out, "--resume", "--steps", str(stage["steps"]), "--device", args.device]
+                       if done is not None else
+                       stage_argv(stage, out, init, args.device, args.twin, args.model / "tokenizer.json"))
+            doing = f"resuming at step {done}" if done is not None else "training"
+            print(f"stage {k}: {doing}: python -m training.train {shlex.join(command)}", flush=True)
+            if not args.dry_run:
+                train.main(command)
         init = out
     return 0
 
