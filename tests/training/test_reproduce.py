@@ -53,7 +53,8 @@ def test_stages_run_in_order_and_a_rerun_resumes_where_it_stopped(tokenizer_path
     capsys.readouterr()
     R.main(["--out", out, "--model", str(d)])
     said = capsys.readouterr().out
-    assert f"stage 1: done ({tmp_path / 'run-1'}, step 2)" in said and f"stage 2: resuming at step 1: python -m training.train --out {out} --resume" in said
+    assert f"stage 1: done ({tmp_path / 'run-1'}, step 2)" in said
+    assert f"stage 2: resuming at step 1: python -m training.train --out {out} --resume" in said
     assert json.loads((tmp_path / "run" / "train_state.json").read_text())["step"] == 2
     a, b = (load_file(str(tmp_path / name / "model.safetensors")) for name in ("straight", "run"))
     worst = max((a[k] - b[k]).abs().max().item() for k in a)
