@@ -5,7 +5,8 @@ copied (an identifier, a time or limit as written, a stated reason). Its slot au
 (constraints.py) says what the value may look like; `Verbatim` adds where it may come
 from: of the tokens the automaton allows, only those that carry the value on along an
 occurrence in the text. The text is read as a JSON string holds it (escaped), with every
-run of whitespace as one space. A piece starts and ends at a word edge: not inside a run
+run of whitespace as one space. A piece is not empty (a nullable field says it is absent
+with null) and starts and ends at a word edge: not inside a run
 of ASCII digits or of letters (`AB12` is no piece of `AB123`; `N` and `005` are pieces of
 `4730N005`). Where the text holds no piece the pattern accepts, the slot goes on under
 its automaton alone, so a verbatim slot is never stuck where its automaton is not.
@@ -97,8 +98,8 @@ def pieces(tokenizer, vocab_size: int) -> Pieces:
 class Source:
     """One text, matched against every content: `found(ends)`, the contents that occur at the
     offsets `ends` (None: at any word edge, where a value may start); `after(ends, c)`, where
-    content c ends when it follows on from `ends`; `may_end(ends)`, whether a word edge is
-    among them."""
+    content c ends when it follows on from `ends`; `may_end(ends)`, whether a piece written so
+    far may end there: something was copied (ends is not None) and a word edge is among them."""
 
     def __init__(self, text: str, pieces: Pieces):
         data = np.frombuffer(json.dumps(" ".join(text.split()), ensure_ascii=False)[1:-1].encode(), np.uint8)
@@ -134,7 +135,7 @@ class Source:
         return np.concatenate([self._hits[self._cuts[e]:self._cuts[e + 1]] for e in ends])
 
     def may_end(self, ends) -> bool:
-        return ends is None or any(self.edge[e] for e in ends)
+        return ends is not None and any(self.edge[e] for e in ends)
 
     def after(self, ends, c: int) -> tuple[int, ...]:
         if c == self.pieces.EMPTY:

@@ -291,9 +291,19 @@ def test_verbatim_strings_copy_escapes_and_fold_whitespace(toy_tokenizer):
     i = next(k for k, s in enumerate(canvas.slots) if s.path == "said")
     said = {canvas.slots[i].value(toy_tokenizer.decode(list(v)))
             for v in values_of(autos[i], canvas.slots[i].budget, canvas.pad_id)}
-    assert {'"go now"', "He said", "then left", "left", ""} <= said
+    assert {'"go now"', "He said", "then left", "left"} <= said
     folded = 'He said "go now" then left'
     assert all(v in folded for v in said)
+
+
+def test_a_verbatim_piece_is_not_empty_and_null_says_absent(toy_tokenizer):
+    canvas, autos = bound(toy_tokenizer, "Pilots note: keep clear")
+    for path in ("said", "note"):
+        i = next(k for k, s in enumerate(canvas.slots) if s.path == path)
+        values = {canvas.slots[i].value(toy_tokenizer.decode(list(v)))
+                  for v in values_of(autos[i], canvas.slots[i].budget, canvas.pad_id)}
+        assert "" not in values and "keep" in values
+        assert (None in values) == (path == "note")
 
 
 @pytest.mark.parametrize("tokenizer, text", [
