@@ -189,7 +189,7 @@ class Verbatim:
             toks = np.concatenate(toks) if len(toks) > 1 else toks[0]
             mask = self.inner.allowed_mask(q, remaining, allow_empty=allow_empty)
             keep = toks[mask[toks]]
-            if mask[self.pad_id] and (not inside or src.may_end(ends)):
+            if mask[self.pad_id] and self._may_stop(inside, ends):
                 keep = np.append(keep, self.pad_id)
             self._tokens[key] = keep
         return self._tokens[key]
@@ -227,13 +227,18 @@ class Verbatim:
         if budget[0] < 0:
             raise _SearchTooLong
         q, inside, ends = state
-        if self.inner.is_final(q) and (ends == FREE or not inside or self.source.may_end(ends)):
+        if self.inner.is_final(q) and self._may_stop(inside, ends):
             ok = True
         else:
             ok = remaining > 0 and any(self._can_finish(self.next(state, t), remaining - 1, budget)
                                        for t in self._copying(state, remaining).tolist() if t != self.pad_id)
         self._finish[state] = (fails, remaining) if ok else (remaining, works)
         return ok
+
+    def _may_stop(self, inside: bool, ends) -> bool:
+        """Whether the value may end here as far as the copy goes: before a nullable string's
+        quote (null), once the copy is given up, or where a piece written so far ends."""
+        return not inside or ends == FREE or self.source.may_end(ends)
 
     def release(self, state):
         """The state with the copy given up: the slot goes on under its automaton alone."""

@@ -301,6 +301,13 @@ class Backbone(nn.Module):
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
 
 
+def _empty_cache(input_ids, lengths) -> PrefixCache:
+    """A cache for left-padded prompts [B, P] of `lengths` (None: all P long)."""
+    B, P = input_ids.shape
+    lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
+    return PrefixCache(pad=(P - lengths).to(input_ids.device))
+
+
 class CloverModel(nn.Module):
     """The whole network. `forward` is the uncached reference; `prefill`, `step`
     and `commit` are the cached path the decoder uses, one code path for both."""
@@ -363,9 +370,7 @@ class CloverModel(nn.Module):
 
         Returns the cache and the next token's logits [B, vocab] (the output head runs on the
         last column only; nothing reads the others)."""
-        B, P = input_ids.shape
-        lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
-        cache = PrefixCache(pad=(P - lengths).to(input_ids.device))
+        cache = _empty_cache(input_ids, lengths)
         return cache, self.lm_head(self._run(input_ids, "causal", cache, commit=True)[:, -1])
 
     @torch.no_grad()
@@ -383,9 +388,8 @@ class CloverModel(nn.Module):
         prompt columns are encoded causally and cached, the block columns see them and each other.
 
         Returns the cache (of the prompts only) and the block's logits, as `step` gives them."""
-        B, P = input_ids.shape
-        lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
-        cache = PrefixCache(pad=(P - lengths).to(input_ids.device))
+        P = input_ids.shape[1]
+        cache = _empty_cache(input_ids, lengths)
         h = self._run(torch.cat([input_ids, block_ids], 1), "block", cache, commit=P,
                       block_len=block_ids.shape[1])[:, P:]
         return cache, self.lm_head(h if at is None else h[at])

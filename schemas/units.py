@@ -39,7 +39,7 @@ LAT_PATTERN = rf"^({_LAT_DMS}|-?([0-8]?\d|90)(\.\d{{1,7}})?)$"
 LON_PATTERN = rf"^({_LON_DMS}|-?(1[0-7]\d|180|\d{{1,2}})(\.\d{{1,7}})?)$"
 Q_COORDINATES = rf"^{_LAT_DEG}{_MS}[NS]{_LON_DEG}{_MS}[EW]$"
 # json_schema_extra of a string copied from the text as written: the decoder keeps it a piece
-# of the text (clover_struct.constraints.Verbatim)
+# of the text (clover_struct.verbatim.Verbatim)
 VERBATIM = {"verbatim": True}
 
 
