@@ -1,10 +1,15 @@
-"""Labelled-copy drills: short texts of `label) value` items, and a record of the values.
+"""Copy drills: short texts whose record is almost all copied value tokens.
 
 Extraction is mostly copying a span that follows a cue. In the real kinds a record has
 a few dozen value tokens among hundreds of pads and fixed tokens, so a small model
 sees little copying per step and learns it late; a drill is almost all value tokens.
 Values are drawn like the notices' (letter codes, digit runs, coordinates, times,
-words), labels from the notices' own cues, in random order with some labels absent.
+words). Two drills:
+- `copy`: labelled items (`label) value`), labels from the notices' own cues, in random
+  order with some labels absent; the record holds each label's value.
+- `list`: a run of 3-16 items of one form in one separator, as a polygon's vertices or a
+  message's tasks are written; the record is the list, in order. The real kinds hold such
+  lists (vertices, tasks) and the model did not learn to copy them in order.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import random
 import string
 from typing import Optional
 
-from pydantic import ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 LABELS = ("A", "B", "C", "D", "E", "F")
 CUES = {"A": ["A)", "ITEM A:", "LOC"], "B": ["B)", "FROM", "START"], "C": ["C)", "TO", "END"],
@@ -55,3 +60,43 @@ def copy_example(rng: random.Random):
     sep = rng.choice([" ", "\n", " / "])
     text = sep.join(f"{CUES[label][style]} {values[label]}" for label in present)
     return text, Copied(**{label.lower(): v for label, v in values.items()})
+
+
+class Item(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    first: str = Field(max_length=24, description="the item's first value", json_schema_extra={"max_tokens": 12})
+    second: Optional[str] = Field(None, max_length=24, description="its second value, if it has one",
+                                  json_schema_extra={"max_tokens": 12})
+
+
+class Listed(BaseModel):
+    """The items of a list, in the order written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[Item] = Field(min_length=1, max_length=16, description="the items in order")
+
+
+def _pair(rng: random.Random, form: int) -> tuple[str, Optional[str]]:
+    if form == 0:   # a vertex in degrees, minutes, seconds
+        return (f"{rng.randrange(90):02d}{rng.randrange(60):02d}{rng.randrange(60):02d}{rng.choice('NS')}",
+                f"{rng.randrange(180):03d}{rng.randrange(60):02d}{rng.randrange(60):02d}{rng.choice('EW')}")
+    if form == 1:   # a vertex in signed decimal degrees
+        return f"{rng.uniform(-90, 90):.{rng.randint(2, 5)}f}", f"{rng.uniform(-180, 180):.{rng.randint(2, 5)}f}"
+    if form == 2:   # an identifier and a number: UAV-12 350
+        return f"{''.join(rng.choices(string.ascii_uppercase, k=rng.randint(2, 4)))}-{rng.randint(1, 999)}", \
+            str(rng.randrange(1, 10000))
+    return _value(rng), None   # one value
+
+
+def list_example(rng: random.Random):
+    """(text, gold): 3-16 items of one form, joined by one separator, between a lead and a tail."""
+    form = rng.randrange(4)
+    items = [_pair(rng, form) for _ in range(rng.randint(3, 16))]
+    inner = rng.choice([" ", ", "]) if form < 3 else ""
+    sep = rng.choice([" - ", "\n", ", ", "; "]) if form < 3 else rng.choice([" - ", "\n", "; ", " / "])
+    body = sep.join(a if b is None else f"{a}{inner}{b}" for a, b in items)
+    lead = rng.choice(["", "WI AN AREA BOUNDED BY: ", "POINTS: ", "LIST\n", "Tasks: "])
+    tail = rng.choice(["", ".", " (END)", "\nEND"])
+    return f"{lead}{body}{tail}", Listed(items=[Item(first=a, second=b) for a, b in items])

@@ -61,7 +61,7 @@ from clover_struct.engine.tokenizer import Tokenizer
 from clover_struct.layout import build_canvas
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam
 
-from .copying import Copied, copy_example
+from .copying import Copied, Listed, copy_example, list_example
 from .generate import sample
 from .tokenizer import build as build_tokenizer
 
@@ -88,9 +88,10 @@ CONFIGS = {
                  max_position_embeddings=4096, block_size=4096),
 }
 # "copy": labelled-copy drills (copying.py), dense in value tokens: the warm phase's data
-# and a fifth of the diffusion steps (see --warm-steps)
+# and a fifth of the diffusion steps (see --warm-steps); "list": lists copied in order
 SCHEMAS = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judgment": DispatchJudgments,
-           "copy": Copied}
+           "copy": Copied, "list": Listed}
+DRILLS = {"copy": copy_example, "list": list_example}
 # Share of steps per kind (a step is ~batch_tokens tokens whatever the kind). Zones and
 # notices are the main use (and three of the five evaluation scores); dispatch canvases
 # are long and mostly pads; a judgment row is ~700 prompt tokens for 8 answers, and its
@@ -105,7 +106,7 @@ AUX_COEF = 0.01               # Switch-style load balancing, per MoE layer
 
 def draw_example(kind: str, rng: random.Random):
     """(text, gold) of one training example of `kind`."""
-    return copy_example(rng) if kind == "copy" else sample(kind, rng)[1:]
+    return DRILLS[kind](rng) if kind in DRILLS else sample(kind, rng)[1:]
 
 
 class Data:

@@ -194,11 +194,13 @@ def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_pat
             assert torch.isfinite(logits).all()
 
 
-def test_copy_drills_batch_like_any_kind(tokenizer_path, tmp_path):
+@pytest.mark.parametrize("drill", T.DRILLS)
+def test_copy_drills_batch_like_any_kind(tokenizer_path, tmp_path, drill):
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
-    data = T.Data(model.tokenizer, {"copy": 1.0}, 1500, seed=0)
+    data = T.Data(model.tokenizer, {drill: 1.0}, 1500, seed=0)
     kind, canvas, rows = data.batch(0)
-    assert kind == "copy" and rows and all(len(gold) == len(canvas) for _, gold in rows)
+    assert kind == drill and rows and all(len(gold) == len(canvas) for _, gold in rows)
+    assert all(canvas.validate(gold) is not None for _, gold in rows)
     loss, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
     assert torch.isfinite(loss) and stats["value"] > 0
 
