@@ -7,7 +7,7 @@ Values are drawn like the notices' (letter codes, digit runs, coordinates, times
 words). Two drills:
 - `copy`: labelled items (`label) value`), labels from the notices' own cues, in random
   order with some labels absent; the record holds each label's value.
-- `list`: a run of 3-16 items of one form in one separator, as a polygon's vertices or a
+- `list`: 3-16 items of one form joined by one separator, as a polygon's vertices or a
   message's tasks are written; the record is the list, in order. The real kinds hold such
   lists (vertices, tasks) and the model did not learn to copy them in order.
 """
@@ -95,7 +95,7 @@ def list_example(rng: random.Random):
     form = rng.randrange(4)
     items = [_pair(rng, form) for _ in range(rng.randint(3, 16))]
     inner = rng.choice([" ", ", "]) if form < 3 else ""
-    sep = rng.choice([" - ", "\n", ", ", "; "]) if form < 3 else rng.choice([" - ", "\n", "; ", " / "])
+    sep = rng.choice([s for s in (" - ", "\n", ", ", "; ", " / ") if s != inner])   # items tell apart
     body = sep.join(a if b is None else f"{a}{inner}{b}" for a, b in items)
     lead = rng.choice(["", "WI AN AREA BOUNDED BY: ", "POINTS: ", "LIST\n", "Tasks: "])
     tail = rng.choice(["", ".", " (END)", "\nEND"])
