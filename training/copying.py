@@ -63,6 +63,8 @@ def copy_example(rng: random.Random):
 
 
 class Item(BaseModel):
+    """One item of a list: a value, or two written together (a vertex's latitude and longitude)."""
+
     model_config = ConfigDict(extra="forbid")
 
     first: str = Field(max_length=24, description="the item's first value", json_schema_extra={"max_tokens": 12})
