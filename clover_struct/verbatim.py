@@ -7,8 +7,9 @@ from: of the tokens the automaton allows, only those that carry the value on alo
 occurrence in the text. The text is read as a JSON string holds it (escaped), with every
 run of whitespace as one space. A piece is not empty (a nullable field says it is absent
 with null) and starts and ends at a word edge: not inside a run of ASCII digits or of
-letters (`AB12` is no piece of `AB123`; `N` and `005` are pieces of `4730N005`). Where the text holds no piece the pattern accepts, the slot goes on under
-its automaton alone, so a verbatim slot is never stuck where its automaton is not.
+letters (`AB12` is no piece of `AB123`; `N` and `005` are pieces of `4730N005`). Where the
+text holds no piece the pattern accepts, the slot goes on under its automaton alone, so a
+verbatim slot is never stuck where its automaton is not.
 
 Matching is done once per text for the whole vocabulary: every token's bytes are looked
 up at every offset (numpy, one pass per token length), so a decoding step only gathers

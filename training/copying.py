@@ -20,6 +20,8 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from . import draw
+
 LABELS = ("A", "B", "C", "D", "E", "F")
 CUES = {"A": ["A)", "ITEM A:", "LOC"], "B": ["B)", "FROM", "START"], "C": ["C)", "TO", "END"],
         "D": ["D)", "SKED", "TIME"], "E": ["E)", "TEXT", "NOTE"], "F": ["F)", "LWR", "FLOOR"]}
@@ -81,14 +83,14 @@ class Listed(BaseModel):
 
 
 def _pair(rng: random.Random, form: int) -> tuple[str, Optional[str]]:
-    if form == 0:   # a vertex in degrees, minutes, seconds
-        return (f"{rng.randrange(90):02d}{rng.randrange(60):02d}{rng.randrange(60):02d}{rng.choice('NS')}",
-                f"{rng.randrange(180):03d}{rng.randrange(60):02d}{rng.randrange(60):02d}{rng.choice('EW')}")
-    if form == 1:   # a vertex in signed decimal degrees
-        return f"{rng.uniform(-90, 90):.{rng.randint(2, 5)}f}", f"{rng.uniform(-180, 180):.{rng.randint(2, 5)}f}"
+    if form < 2:   # a vertex, in degrees-minutes-seconds or in signed decimal degrees
+        lat, lon = draw.world_point(rng)
+        if form == 0:
+            return draw.dms(lat, "lat"), draw.dms(lon, "lon")
+        places = rng.randint(2, 5)
+        return draw.decimal(lat, places), draw.decimal(lon, places)
     if form == 2:   # an identifier and a number: UAV-12 350
-        return f"{''.join(rng.choices(string.ascii_uppercase, k=rng.randint(2, 4)))}-{rng.randint(1, 999)}", \
-            str(rng.randrange(1, 10000))
+        return f"{draw.letters(rng, rng.randint(2, 4))}-{rng.randint(1, 999)}", str(rng.randrange(1, 10000))
     return _value(rng), None   # one value
 
 
