@@ -18,8 +18,8 @@ items of its list); a value token makes it and its enclosing groups present
 
 Knows nothing of pydantic or text: canvases, automata and a model in, token ids
 and statistics out. The model is anything with `prefill`, `step`, `commit`; one with
-`prefill_step` too encodes the prompts in the first step's pass (`first_step`: a record
-settled in one step then costs one forward pass, not two).
+`prefill_step` too encodes the prompts, or commits the blocks before, in each block's
+first step (`first_step`: a record settled in one step then costs one forward pass, not two).
 """
 
 from __future__ import annotations
@@ -293,12 +293,16 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         first = False
 
 
-def first_step(model, prompt_ids, block_ids, lengths=None, *, at=None):
-    """The prompts' prefix cache and the first step's logits over `block_ids`, and the forward
-    passes that took: one where the model has `prefill_step`, else `prefill`, then `step`."""
+def first_step(model, history, block_ids, lengths=None, *, at=None, cache=None):
+    """The prefix cache extended by `history` (the prompts, or with `cache` the canvas
+    decoded since it was last extended), the logits of the first step over `block_ids`, and
+    the forward passes that took: one where the model has `prefill_step`, else two."""
     if hasattr(model, "prefill_step"):
-        return (*model.prefill_step(prompt_ids, block_ids, lengths, at=at), 1)
-    cache, _ = model.prefill(prompt_ids, lengths=lengths)
+        return (*model.prefill_step(history, block_ids, lengths, at=at, cache=cache), 1)
+    if cache is None:
+        cache, _ = model.prefill(history, lengths=lengths)
+    else:
+        model.commit(history, cache)
     return cache, model.step(block_ids, cache, at=at), 2
 
 
@@ -315,6 +319,8 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     prompts: token ids per canvas (any lengths); canvases: same layout length;
     automata[b][i]: the SlotAutomaton or ChoiceSet of slot i of canvas b;
     known[b]: {slot index: token ids} fixed before decoding.
+    Blocks are the canvas's (`Canvas.spans`), cut again every `block_size` tokens
+    (default: the model's).
     schedule: "joint" (every unfinished slot of the block each step), or the baselines
     "sequential" (one field after another) and "one_token" (one decision per step: the
     most confident next token, or choice, of any slot). use_cache=False re-encodes the
@@ -323,7 +329,6 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     device = model.device
-    B = block_size or model.config.block_size
     rows = [_Row(c, a) for c, a in zip(canvases, automata)]
     for row, fixed in zip(rows, known or [{}] * len(rows)):
         for i, toks in sorted(fixed.items()):
@@ -336,33 +341,45 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     pad = model.config.pad_token_id or 0
     prompt_ids = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=device)
     lengths = torch.tensor([len(p) for p in prompts], device=device)
-    cache = None   # with use_cache: made by the first step (first_step)
-    L = len(canvases[0].ids)
+    # With use_cache, `cache` holds the prompt and canvas[:cached_to] of the rows in `held`
+    # (in its order); a block's first step extends it (first_step) and drops the rows
+    # with nothing left to decode.
+    cache, held, cached_to = None, [], 0
     step = 0
-    for block_start in range(0, L, B):
-        block_end = min(block_start + B, L)
-        rows_cache, live_before = (cache if use_cache else None), list(range(len(rows)))
+    for block_start, block_end in canvases[0].spans(block_size or model.config.block_size):
+        first = True
         while live := [n for n, r in enumerate(rows) if r.next_slots(block_start, block_end)]:
-            index = torch.tensor(live, device=device)
             wanted = [rows[n].wanted(block_start, block_end) for n in live]
             at = (torch.tensor([j for j, w in enumerate(wanted) for _ in w], device=device),
                   torch.tensor([p - block_start for w in wanted for p in w], device=device))
-            if use_cache and cache is None:   # the first step also encodes every row's prompt
-                ids = torch.tensor([r.ids[block_start:block_end] for r in rows], device=device)
-                cache, logits, passes = first_step(model, prompt_ids, ids, lengths, at=(index[at[0]], at[1]))
-                rows_cache, live_before = cache, list(range(len(rows)))
-                for n, r in enumerate(rows):   # (a live row counts its step below)
-                    r.trace.forward_passes += passes - (n in live)
+            if use_cache and first:   # the block's first step also extends the cache
+                need = [n for n, r in enumerate(rows) if not all(r.done)]
+                history = torch.tensor([rows[n].ids[cached_to:block_start] for n in need], dtype=torch.long,
+                                       device=device)
+                if cache is None:   # the prompts first
+                    history, hist_lengths = torch.cat([prompt_ids[need], history], 1), lengths[need] + block_start
+                else:
+                    cache = cache if need == held else cache.select([held.index(n) for n in need])
+                    hist_lengths = None
+                ids = torch.tensor([rows[n].ids[block_start:block_end] for n in need], device=device)
+                index = torch.tensor([need.index(n) for n in live], device=device)
+                cache, logits, passes = first_step(model, history, ids, hist_lengths, at=(index[at[0]], at[1]),
+                                                   cache=cache)
+                held, cached_to, rows_cache, live_before = need, block_start, cache, need
+                for n in need:   # (a live row counts its step below)
+                    rows[n].trace.forward_passes += passes - (n in live)
             elif use_cache:
                 if live != live_before:  # re-slice the cache only when the set of rows changes
-                    rows_cache, live_before = cache.select(index), live
+                    rows_cache, live_before = cache.select([held.index(n) for n in live]), live
                 ids = torch.tensor([rows[n].ids[block_start:block_end] for n in live], device=device)
                 logits = model.step(ids, rows_cache, at=at)
             else:
+                index = torch.tensor(live, device=device)
                 ids = torch.tensor([rows[n].ids[:block_end] for n in live], device=device)
                 hidden = model.hidden(torch.cat([prompt_ids[index], ids], 1), "block",
                                       block_len=block_end - block_start, pad=P - lengths[index])
                 logits = model.lm_head(hidden[:, -(block_end - block_start):][at])
+            first = False
             packed = torch.log_softmax(logits.float(), -1).cpu()
             step += 1
             begin = 0
@@ -381,14 +398,6 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
                     if not r.done[i]:  # a group decision earlier in this step may have settled it
                         _decode_slot(r, i, lp, block_end, step, limit, temperature, generator)
                 r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
-        if block_end < L and use_cache:
-            if cache is None:   # (no step in the block: nothing in it to decode)
-                cache, _ = model.prefill(prompt_ids, lengths=lengths)
-                for row in rows:
-                    row.trace.forward_passes += 1
-            model.commit(torch.tensor([r.ids[block_start:block_end] for r in rows], device=device), cache)
-            for row in rows:
-                row.trace.forward_passes += 1
     return rows
 
 

@@ -23,6 +23,12 @@ Groups and absence. A list of at most N items lays out N "item" groups, an
   all of them side by side (`Slot.union` renders and checks the fields).
 - In a present scope every slot holds a complete value; between fixed quotes an
   empty slot is the empty string.
+
+Blocks. A canvas is one denoising block, except that a list marked `item_blocks`
+(json_schema_extra={"item_blocks": True} on its Field) starts a block at each of its
+items after the first (what follows the list joins the last): its items are then
+decoded one after the other, each seeing the ones before as history (`Canvas.blocks`),
+so the slots of item k can find their place in the text after what item k-1 copied.
 Plain data: knows nothing of torch, of models, or of token automata (that is
 constraints.py); the tokenizer only encodes fixed text and choices, and reads
 token bytes back. The JSON Schema walk that builds a canvas is schema_walk.py.
@@ -213,9 +219,17 @@ class Canvas:
     schema: dict = field(repr=False)
     model: type | None = None        # the pydantic class, for `validate`
     tree: Any = field(default=None, repr=False)
+    blocks: tuple[int, ...] = (0,)   # where each denoising block starts (item_blocks lists)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def spans(self, size: int | None = None) -> list[tuple[int, int]]:
+        """(start, end) of each denoising block, in order: `blocks`, each cut again every
+        `size` tokens (a model's block size) when it is longer."""
+        ends = self.blocks[1:] + (len(self.ids),)
+        cuts = sorted({c for b, e in zip(self.blocks, ends) for c in range(b, e, size or e - b)})
+        return list(zip(cuts, cuts[1:] + [len(self.ids)]))
 
     def check_fits(self, context: int) -> None:
         """SchemaError unless the canvas fits in `context` tokens."""
@@ -334,7 +348,8 @@ class Canvas:
 
     def describe(self) -> str:
         """The layout: canvas text, then each group and slot with its budget and constraint."""
-        lines = [f"canvas: {len(self.ids)} tokens, {len(self.slots)} slots, {len(self.groups)} groups",
+        blocks = f", blocks at {', '.join(map(str, self.blocks))}" if len(self.blocks) > 1 else ""
+        lines = [f"canvas: {len(self.ids)} tokens, {len(self.slots)} slots, {len(self.groups)} groups{blocks}",
                  self.text(), f"{'field':32} {'kind':6} {'budget':>6}  constraint"]
         rows = [(g.start, 0, g.index, g) for g in self.groups] + [(s.start, 1, i, s) for i, s in enumerate(self.slots)]
         for *_, x in sorted(rows, key=lambda r: r[:3]):

@@ -34,7 +34,8 @@ class Builder:
     def __init__(self, root: dict, tokenizer, default_tokens: int):
         self.root, self.tok, self.default_tokens = root, tokenizer, default_tokens
         self.defs = {**root.get("definitions", {}), **root.get("$defs", {})}
-        self.pieces: list[tuple] = []   # ("text", str) | ("slot", i) | ("open", g) | ("close", g)
+        # ("text", str) | ("slot", i) | ("open", g) | ("close", g) | ("block", None): a block starts here
+        self.pieces: list[tuple] = []
         self.slots: list[dict] = []
         self.groups: list[dict] = []
         self.group: int | None = None   # the innermost open group
@@ -98,6 +99,8 @@ class Builder:
         if s.get("verbatim") and (t != "string" or "enum" in s or "const" in s):
             raise SchemaError(path, "verbatim applies to str fields only (text copied as written), "
                                     "not to numbers, choices or models")
+        if s.get("item_blocks") and t != "array":
+            raise SchemaError(path, "item_blocks applies to lists only (each item decoded as a block of its own)")
         if "discriminator" in s:
             return self.union(s, path, nullable)
         if "enum" in s or "const" in s:
@@ -206,8 +209,10 @@ class Builder:
         if not s.get("items"):
             raise SchemaError(path, "a list of Any cannot be laid out; give the item type")
         self.text("[")
-        items, prev = [], None
+        items, prev, blocks = [], None, bool(s.get("item_blocks"))
         for k in range(s["maxItems"]):
+            if blocks and k:
+                self.pieces.append(("block", None))
             g = self.open("item", f"{path}[{k}]", required=k < s.get("minItems", 0), prev=prev)
             self.text(", " * (k > 0))
             items.append((g, self.close(g, self.value(s["items"], f"{path}[{k}]", tokens))))
@@ -310,7 +315,7 @@ class Builder:
         if nullable or not ("properties" in s or "discriminator" in s):
             raise SchemaError("", "the root of a canvas must be a model (a JSON object)")
         tree = self.value(self.root, "")
-        ids, buf, stack, fixed, start = [], [], [], {}, {}
+        ids, buf, stack, fixed, start, blocks = [], [], [], {}, {}, [0]
         for kind, x in self.pieces + [("end", None)]:
             if kind == "text":
                 buf.append(x)
@@ -323,6 +328,8 @@ class Builder:
             if kind == "slot":
                 self.slots[x]["start"] = len(ids)
                 ids += [mask_id] * self.slots[x]["budget"]
+            elif kind == "block":
+                blocks.append(len(ids))
             elif kind == "open":
                 stack.append(x)
                 fixed[x], start[x] = [], len(ids)
@@ -330,8 +337,9 @@ class Builder:
                 stack.pop()
                 self.groups[x].update(start=start[x], end=len(ids), fixed=tuple(fixed[x]), slots=tuple(
                     self.groups[x]["slots"]), children=tuple(c["index"] for c in self.groups if c["parent"] == x))
+        blocks = tuple(sorted({b for b in blocks if b < len(ids)}))
         return Canvas(tuple(ids), tuple(Slot(**s) for s in self.slots), tuple(Group(**g) for g in self.groups),
-                      mask_id, pad_id, self.tok, self.root, model, tree)
+                      mask_id, pad_id, self.tok, self.root, model, tree, blocks)
 
 
 def _literal(text: str) -> str:

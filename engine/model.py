@@ -383,13 +383,15 @@ class CloverModel(nn.Module):
         return self.lm_head(h if at is None else h[at])
 
     @torch.no_grad()
-    def prefill_step(self, input_ids, block_ids, lengths=None, *, at=None) -> tuple[PrefixCache, torch.Tensor]:
+    def prefill_step(self, input_ids, block_ids, lengths=None, *, at=None,
+                     cache: PrefixCache | None = None) -> tuple[PrefixCache, torch.Tensor]:
         """`prefill` of the prompts and the first `step` of a block over them, in one pass: the
         prompt columns are encoded causally and cached, the block columns see them and each other.
+        With `cache`, input_ids continue it (a finished block: `commit`, then `step`, in one pass).
 
         Returns the cache (of the prompts only) and the block's logits, as `step` gives them."""
         P = input_ids.shape[1]
-        cache = _empty_cache(input_ids, lengths)
+        cache = _empty_cache(input_ids, lengths) if cache is None else cache
         h = self._run(torch.cat([input_ids, block_ids], 1), "block", cache, commit=P,
                       block_len=block_ids.shape[1])[:, P:]
         return cache, self.lm_head(h if at is None else h[at])

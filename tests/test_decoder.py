@@ -54,7 +54,42 @@ def test_several_blocks_cost_the_longest_field_of_each(toy_tokenizer):
     blocks = range(0, len(canvas.ids), 16)
     bound = sum(max(budgets(canvas, b, b + 16), default=0) for b in blocks)
     assert trace.steps <= bound
-    assert trace.forward_passes <= trace.steps + len(blocks) - 1   # + a commit per finished block
+    assert trace.forward_passes == trace.steps   # a block's first pass also commits the one before
+
+
+class Item(BaseModel):
+    name: str = Field(max_length=6)
+    qty: int = Field(ge=0, le=99)
+
+
+class Ledger(BaseModel):
+    title: str = Field(max_length=6)
+    items: list[Item] = Field(min_length=1, max_length=3, json_schema_extra={"item_blocks": True})
+    note: str = Field(max_length=6)
+
+
+def test_item_blocks_decode_alike_in_a_batch_alone_and_without_the_cache(toy_tokenizer):
+    model = tiny_model(toy_tokenizer, block_size=256, std=0.5)
+    texts = ["first ledger", "a second, longer ledger text", "3"]
+    batch = extract_many(texts, Ledger, model=model, trace=True)
+    alone = [extract(t, Ledger, model=model, trace=True) for t in texts]
+    uncached = extract_many(texts, Ledger, model=model, trace=True, use_cache=False)
+    for (a, ta), (b, tb), (c, tc) in zip(batch, alone, uncached):
+        assert a == b == c and ta.steps == tb.steps == tc.steps
+        assert ta.forward_passes == ta.steps   # each block's first pass also takes in the blocks before
+
+
+def test_an_absent_item_ends_the_list_without_a_step_in_its_blocks(toy_tokenizer):
+    from clover_struct.layout import build_canvas
+
+    model = tiny_model(toy_tokenizer, block_size=256, std=0.5)
+    canvas = build_canvas(Ledger, toy_tokenizer)
+    value, trace = extract("a ledger", Ledger, model=model, trace=True, known={"items[1].name": ""})
+    assert len(value.items) == 1
+    assert {p: s for p, s in trace.settled_at.items() if p.startswith(("items[1]", "items[2]"))} == {
+        "items[1].name": 0, "items[1].qty": 0, "items[2].name": 0, "items[2].qty": 0}
+    first, last = canvas.spans()[0], canvas.spans()[-1]
+    assert trace.steps <= max(budgets(canvas, *first)) + max(budgets(canvas, *last))   # only blocks 0 and 2
 
 
 def test_a_record_with_every_field_known_needs_no_step(toy_tokenizer):
@@ -167,7 +202,8 @@ def test_without_the_prefix_cache_the_result_is_the_same(toy_tokenizer):
     uncached = extract_many(texts, Six, model=model, trace=True, use_cache=False)
     for (a, ta), (b, tb) in zip(cached, uncached):
         assert a == b and ta.steps == tb.steps
-        assert tb.forward_passes == tb.steps < ta.forward_passes   # no prefill, no block commits
+        # cached, the prompt and each finished block go into the next block's first step
+        assert ta.forward_passes == tb.forward_passes == tb.steps
 
 
 def without_prefill_step(model):
@@ -178,12 +214,18 @@ def without_prefill_step(model):
     return Plain()
 
 
-def test_a_model_without_prefill_step_gives_the_same_records_in_one_pass_more(toy_tokenizer):
+def test_a_model_without_prefill_step_gives_the_same_records_in_one_pass_more_per_block(toy_tokenizer):
+    from clover_struct.layout import build_canvas
+
     model = tiny_model(toy_tokenizer, block_size=16, std=0.5)
+    canvas = build_canvas(Six, toy_tokenizer)
+    slotted = {p for s in canvas.slots for p in range(s.start, s.end)}
+    blocks = sum(any(p in slotted for p in range(a, b)) for a, b in canvas.spans(16))
+    assert blocks > 1
     texts = ["first notice", "a second, longer notice text"]
     for (a, ta), (b, tb) in zip(extract_many(texts, Six, model=model, trace=True),
                                 extract_many(texts, Six, model=without_prefill_step(model), trace=True)):
-        assert a == b and tb.forward_passes == ta.forward_passes + 1
+        assert a == b and tb.forward_passes == ta.forward_passes + blocks
 
 
 def test_baseline_schedules_take_more_steps_for_the_same_kind_of_result(toy_tokenizer):

@@ -154,6 +154,32 @@ def test_list_items_are_groups_present_first(toy_tokenizer):
     assert [x["name"] for x in c.parse(ids)["items"]] == ["a", "c"]
 
 
+class Ledger(BaseModel):
+    title: str = Field(max_length=4)
+    items: list[Item] = Field(min_length=1, max_length=3, json_schema_extra={"item_blocks": True})
+    note: str = Field(max_length=4)
+
+
+def test_item_blocks_start_a_block_at_every_item_after_the_first(toy_tokenizer):
+    c = build_canvas(Ledger, toy_tokenizer)
+    items = [g for g in c.groups if g.kind == "item"]
+    assert c.blocks == (0, items[1].start, items[2].start)
+    assert c.spans() == [(0, items[1].start), (items[1].start, items[2].start), (items[2].start, len(c))]
+    assert c.spans(6) == [(x, min(x + 6, b)) for a, b in c.spans() for x in range(a, b, 6)]
+    assert text_of(c, c.ids[items[1].start:]).startswith(", {")   # a block begins with its separator
+    assert c.slots[-1].path == "note" and c.slots[-1].start > items[2].start   # what follows joins the last
+    assert "blocks at 0, " in c.describe()
+    # the layout of the text is the one without blocks
+    plain = build_canvas(Order, toy_tokenizer)
+    assert text_of(c, c.ids).count('{"name": ') == text_of(plain, plain.ids).count('{"name": ') == 3
+    assert build_canvas(Order, toy_tokenizer).blocks == (0,)
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {"type": "integer"},
+                                                      "maxItems": 2, "item_blocks": True}}}
+    assert len(build_canvas(schema, toy_tokenizer).blocks) == 2
+    with pytest.raises(SchemaError, match="item_blocks applies to lists only"):
+        build_canvas({"type": "object", "properties": {"x": {"type": "string", "item_blocks": True}}}, toy_tokenizer)
+
+
 def test_an_all_empty_item_reads_as_absent(toy_tokenizer):
     class Tags(BaseModel):
         tags: list[str] = Field(max_length=3)

@@ -2,7 +2,9 @@
 
 Same data stream as the block-diffusion objective: the kind of each step, the example seeds
 and the examples skipped (records over a slot budget, which the canvas cannot write) are those
-of `train.Data`, and a batch is filled up to the same token budget. Only the rows differ: a row
+of `train.Data`, and a batch is filled up to the same token budget; where a canvas has several
+blocks (dispatch tasks), the diffusion step trains one, on the rows that reach it, and the twin
+every row's whole record. Only the rows differ: a row
 is `api.prompt_ids(tok, text, canvas)`, then the gold record as compact JSON (what
 outlines-core's JSON regex admits with whitespace pattern "", keys in schema order), then eos.
 The loss is next-token cross-entropy on the JSON and eos tokens only, the model run causally.
@@ -34,6 +36,9 @@ class CausalData(Data):
         canvas.fill(gold)   # the diffusion model never sees a record its canvas cannot write
         return self.tok.encode(record_json(gold)) + [self.tok.eos_id]
 
+    def block(self, kind: str, step: int) -> None:
+        return None   # the whole record, every step
+
 
 def collate(rows, pad_id: int):
     """Right-padded rows: ids [B, T] and the loss mask [B, T], True on the JSON and eos tokens."""
@@ -48,7 +53,7 @@ def collate(rows, pad_id: int):
 
 def step_loss(model, balance, data: CausalData, step: int, seed: int):
     """Loss and stats of the batch of `step` (the same signature and stats as train.step_loss)."""
-    kind, _, rows = data.batch(step)
+    kind, _, _, rows = data.batch(step)
     ids, target = (t.to(model.device) for t in collate(rows, model.config.pad_token_id))
     # position t predicts token t+1; right padding comes after every target, so causally it is never seen
     predicts = target[:, 1:]

@@ -9,12 +9,17 @@ loss) and evaluation.json (evaluate.py's final line) beside it, and renders
 MODEL_CARD.md from those two files only, so every number in the card comes from
 them (tests/training/test_model_card.py re-renders the shipped card and compares).
 Text after the NOTES marker in an existing card is kept: the human part.
+
+    python -m training.model_card --unpack runs/mini-6
+
+turns the shipped model back into a run directory, for a next stage's --init.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -24,6 +29,7 @@ from .train import RUN_KEYS, machine, parser
 NOTES = "<!-- notes: written by hand, kept when the card is rendered again -->"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 RUN_DIR = "runs/mini"   # the shipped run's directory in the printed commands
+SHIPPED = Path(__file__).resolve().parents[1] / "clover_struct" / "models" / "clover-mini"
 # issue 4's bar for each score: (evaluation key, metric, at least)
 TARGETS = [("synthetic", "field_em", 0.97), ("synthetic", "record_em", 0.90), ("heldout_family", "field_em", 0.90),
            ("real_dev", "valid_rate", 1.0), ("real_dev", "qline_location_validity_em", 0.98),
@@ -172,6 +178,28 @@ def write(run: Path, evaluation_file: Path, out: Path, hardware: str | None = No
     return card
 
 
+def unpack(model: Path, out: Path) -> Path:
+    """A run directory holding a shipped model, for the next stage to start from (--init): its
+    files, and its record as train_state.json (training.json turned back) and train_log.jsonl."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in MODEL_FILES:
+        shutil.copyfile(model / name, out / name)
+    summary = json.loads((model / "training.json").read_text())
+    (out / "train_state.json").write_text(json.dumps(_state(summary), indent=2) + "\n")
+    (out / "train_log.jsonl").write_text(json.dumps(summary["last_log"]) + "\n" if summary.get("last_log") else "")
+    return out
+
+
+def _state(summary: dict) -> dict:
+    """The run state that stage_summary summarised, with the stages before it."""
+    device = re.search(r" --device (\S+)", summary["command"])
+    state = {"step": summary["steps"], "elapsed": summary["minutes"] * 60, "machine": summary["machine"],
+             "device": device[1] if device else "cpu", "args": summary["args"]}
+    if summary.get("before"):
+        state["before"] = {**_state(summary["before"]), "last_log": summary["before"].get("last_log")}
+    return state
+
+
 def render_dir(directory: Path) -> str:
     read = lambda name: json.loads((directory / name).read_text())  # noqa: E731
     return render(read("config.json"), read("training.json"), read("evaluation.json"))
@@ -179,12 +207,19 @@ def render_dir(directory: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.model_card", description=__doc__.splitlines()[0])
-    ap.add_argument("--run", required=True, type=Path, help="the training run directory")
-    ap.add_argument("--evaluation", required=True, type=Path, help="evaluate.py --out FILE")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "clover_struct/models/clover-mini")
+    ap.add_argument("--run", type=Path, help="the training run directory")
+    ap.add_argument("--evaluation", type=Path, help="evaluate.py --out FILE")
+    ap.add_argument("--out", type=Path, default=SHIPPED)
     ap.add_argument("--hardware", help="the training machine, when the run did not record it")
+    ap.add_argument("--unpack", type=Path, metavar="DIR",
+                    help="instead: make DIR a run directory holding the model in --out, to --init a next stage")
     args = ap.parse_args(argv)
-    print(write(args.run, args.evaluation, args.out, args.hardware))
+    if args.unpack:
+        print(unpack(args.out, args.unpack))
+    elif args.run and args.evaluation:
+        print(write(args.run, args.evaluation, args.out, args.hardware))
+    else:
+        ap.error("give --run and --evaluation, or --unpack DIR")
     return 0
 
 

@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 from . import train
-from .model_card import stages
+from .model_card import SHIPPED, stages
 
-SHIPPED = Path(__file__).resolve().parents[1] / "clover_struct" / "models" / "clover-mini"
 SETTINGS = [k for k in train.RUN_KEYS if k not in ("steps", "minutes", "init")]   # given per stage below
 
 

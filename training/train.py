@@ -1,17 +1,18 @@
 """Block-diffusion training of clover-mini on the exact canvases the decoder lays out.
 
 One example is `api.prompt_ids(tok, text, canvas) + canvas.fill(gold)`: the prompt is
-causal history and the whole canvas is ONE bidirectional block (config.block_size is
-at least the longest canvas, so the decoder decodes each canvas as one block too).
-A batch holds examples of one kind, so every row's canvas has the same length; prompts
-are left-padded and `pad` tells the model how much. Per example a fraction r ~ U(0.05, 1]
-of the SLOT positions (values and their pads; fixed spans stay clean) is replaced by the
-mask token, either at random or, half the time, as the suffix of each slot (the state
-the decoder's left-to-right commits inside a slot produce). The loss is cross-entropy on
-the masked positions, plus a small MoE load-balancing term. The first --warm-steps steps
-(600, of copy drills: --warm-mix) read the clean canvas causally instead, with next-token
-loss on every slot token: copying out of the prompt forms there within a few hundred
-steps, and the diffusion steps build on it.
+causal history and the canvas is one bidirectional block (config.block_size is at least
+the longest canvas), except where a list marked item_blocks makes a block of each item:
+then a batch trains one of those blocks, after the clean blocks before it, as the decoder
+decodes it. A batch holds examples of one kind, so every row's canvas has the same
+layout; prompts are left-padded and `pad` tells the model how much. Per example a
+fraction r ~ U(0.05, 1] of the SLOT positions (values and their pads; fixed spans stay
+clean) is replaced by the mask token, either at random or, half the time, as the suffix
+of each slot (the state the decoder's left-to-right commits inside a slot produce). The
+loss is cross-entropy on the masked positions, plus a small MoE load-balancing term. The
+first --warm-steps steps (600, of copy drills: --warm-mix) read the clean canvas causally
+instead, with next-token loss on every slot token: copying out of the prompt forms there
+within a few hundred steps, and the diffusion steps build on it.
 
 Every batch is a pure function of (seed, step): examples come from
 `generate.sample(kind, random.Random(seed))` with seeds from 1_000_000 up (evaluation
@@ -113,10 +114,13 @@ class Data:
     """Batches of one kind each, as a pure function of (seed, step)."""
 
     def __init__(self, tokenizer: Tokenizer, mix: dict[str, float], batch_tokens: int, seed: int,
-                 loss_on: str = "all"):
+                 loss_on: str = "all", block_size: int | None = None, full_mask: float = 0.0):
         self.tok, self.batch_tokens, self.seed, self.loss_on = tokenizer, batch_tokens, seed, loss_on
+        self.full_mask = full_mask
         self.kinds, self.weights = list(mix), [mix[k] for k in mix]
         self.canvases = {k: build_canvas(SCHEMAS[k], tokenizer) for k in self.kinds}
+        self.spans = {k: [(a, b) for a, b in c.spans(block_size) if any(a < s.end and s.start < b for s in c.slots)]
+                      for k, c in self.canvases.items()}   # the blocks that hold slots
         self.skipped = 0
 
     def target(self, canvas, gold) -> list[int]:
@@ -124,10 +128,16 @@ class Data:
         over its slot's budget, a layout the decoder cannot write)."""
         return canvas.fill(gold)
 
+    def block(self, kind: str, step: int) -> tuple[int, int] | None:
+        """The block of the canvas noised at `step`; None: the canvas is one block."""
+        spans = self.spans[kind]
+        return random.Random(f"block/{self.seed}/{step}").choice(spans) if len(spans) > 1 else None
+
     def batch(self, step: int):
-        """(kind, canvas, [(prompt ids, target ids), ...]) for `step`."""
+        """(kind, canvas, block, [(prompt ids, target ids), ...]) for `step`: rows whose decoding
+        steps in `block` (`reached`), as long as they are up to its end."""
         kind = random.Random(f"clover-mini/{self.seed}/{step}").choices(self.kinds, self.weights)[0]
-        canvas, rows, longest = self.canvases[kind], [], 0
+        canvas, block, rows, longest = self.canvases[kind], self.block(kind, step), [], 0
         base = TRAIN_SEED_BASE + self.seed * 1_000_000_000 + step * MAX_ROWS * 4
         for j in range(MAX_ROWS * 4):
             if len(rows) == MAX_ROWS:
@@ -138,13 +148,24 @@ class Data:
             except ValueError:
                 self.skipped += 1
                 continue
+            if block and not reached(canvas, target, block[0]):
+                continue
             prompt = prompt_ids(self.tok, text, canvas)
-            longest2 = max(longest, len(prompt) + len(target))
+            longest2 = max(longest, len(prompt) + (block[1] if block else len(target)))
             if rows and (len(rows) + 1) * longest2 > self.batch_tokens:
                 break
             rows.append((prompt, target))
             longest = longest2
-        return kind, canvas, rows
+        return kind, canvas, block, rows
+
+
+def reached(canvas, ids, start: int) -> bool:
+    """Whether decoding the filled canvas `ids` steps in the block at `start`: not when the
+    block begins a list item whose previous item is absent (the decoder pads the rest)."""
+    for g in canvas.groups:
+        if g.kind == "item" and g.start == start and g.prev is not None:
+            return canvas.is_present(ids, g.prev)
+    return True
 
 
 def collate(rows, pad_id: int):
@@ -165,12 +186,14 @@ def slot_index(canvas) -> tuple[torch.Tensor, torch.Tensor]:
     return slot, offset
 
 
-def noise(slot, offset, B: int, generator: torch.Generator) -> torch.Tensor:
+def noise(slot, offset, B: int, generator: torch.Generator, full: float = 0.0) -> torch.Tensor:
     """Which canvas positions to mask: [B, L] bool, only slot positions, at least one per row.
 
     r ~ U(0.05, 1] per row. Random rows mask each slot position with probability r;
     suffix rows keep a Binomial(budget, 1 - r) prefix of each slot and mask the rest,
-    which is what the decoder sees (it commits left to right inside a slot)."""
+    which is what the decoder sees (it commits left to right inside a slot). A share
+    `full` of the rows is masked whole: the state of the decoder's first step, where it
+    settles every choice slot (union tags, enums) from the text alone."""
     is_slot = slot >= 0
     r = 1 - (1 - MIN_MASK) * torch.rand(B, 1, generator=generator)
     u = torch.rand(B, len(slot), generator=generator)
@@ -183,6 +206,8 @@ def noise(slot, offset, B: int, generator: torch.Generator) -> torch.Tensor:
     if none.any():   # mask one slot position of such rows
         pick = torch.rand(int(none.sum()), len(slot), generator=generator).masked_fill(~is_slot, -1).argmax(1)
         masked[none.nonzero()[:, 0], pick] = True
+    if full:   # drawn last: without it the masks are those of runs before it existed
+        masked |= (torch.rand(B, 1, generator=generator) < full) & is_slot
     return masked
 
 
@@ -228,22 +253,20 @@ class Balance:
 
 def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = False):
     """Loss and stats of the batch of `step`; causal: the warm phase's teacher-forced canvas."""
-    kind, canvas, rows = data.batch(step)
+    kind, canvas, block, rows = data.batch(step)
     cfg = model.config
     ids, pad, gold = collate(rows, cfg.pad_token_id)
     slot, offset = slot_index(canvas)
-    # A canvas longer than a block: one block with slots is noised, the blocks before it
+    # A canvas of several blocks: one block with slots is noised, the blocks before it
     # stay clean as causal history and those after are dropped, as the decoder sees them.
-    L, B = len(canvas), cfg.block_size
-    blocks = [b for b in range(0, L, B) if (slot[b:b + B] >= 0).any()]
-    first = random.Random(f"block/{seed}/{step}").choice(blocks)
-    end = min(first + B, L)
+    L = len(canvas)
+    first, end = block or (0, L)
     slot[:first] = slot[end:] = -1
     if causal:   # every slot token is predicted
         masked = (slot[first:end] >= 0).expand(len(rows), -1)
     else:        # drawn on the CPU: the same on any device
         generator = torch.Generator().manual_seed(TRAIN_SEED_BASE + seed * 1_000_000_000 + step)
-        masked = noise(slot, offset, len(rows), generator)[:, first:end]
+        masked = noise(slot, offset, len(rows), generator, data.full_mask)[:, first:end]
     counted = masked   # the positions the loss reads
     if data.loss_on == "decisions":
         counted = masked & decisions(canvas, gold, slot, offset)[:, first:end]   # slot is -1 outside the block
@@ -347,7 +370,7 @@ def machine() -> str:
 
 
 RUN_KEYS = ("config", "block_size", "mix", "batch_tokens", "lr", "warmup", "weight_decay", "clip", "seed", "steps", "minutes",
-            "objective", "warm_steps", "warm_mix", "init", "loss_on")
+            "objective", "warm_steps", "warm_mix", "init", "loss_on", "full_mask")
 
 
 def train(args) -> Path:
@@ -379,10 +402,12 @@ def train(args) -> Path:
         data_class, loss_of, model_type = causal.CausalData, causal.step_loss, causal.MODEL_TYPE
     else:
         data_class, model_type = Data, "clover"
-    data, warm_mix = data_class(model.tokenizer, mix, args.batch_tokens, args.seed, args.loss_on), None
+    size = model.config.block_size
+    data = data_class(model.tokenizer, mix, args.batch_tokens, args.seed, args.loss_on, size, args.full_mask)
+    warm_mix = None
     if args.objective != "causal":
         warm_mix = as_mix(args.warm_mix) or mix
-        warm_data = Data(model.tokenizer, warm_mix, args.batch_tokens, args.seed, args.loss_on)
+        warm_data = Data(model.tokenizer, warm_mix, args.batch_tokens, args.seed, args.loss_on, size, args.full_mask)
 
         def loss_of(model, balance, data, step, seed):
             warm = step < args.warm_steps
@@ -509,6 +534,9 @@ def parser() -> argparse.ArgumentParser:
                    help="diffusion objective: the masked positions the loss reads: all, or only the value "
                         "tokens, the pad ending each value and whole choice slots (the decoder writes the "
                         "other pads itself)")
+    p.add_argument("--full-mask", type=float, default=0.0,
+                   help="diffusion objective: share of rows with every slot position masked, the state in which "
+                        "the decoder's first step settles choices (union tags, enums) from the text alone")
     p.add_argument("--block-size", type=int, default=None,
                    help="denoising block (default: the config's, one block per canvas); longer canvases "
                         "train one noised block after clean earlier ones")

@@ -90,6 +90,19 @@ def test_prefill_step_equals_prefill_then_step(tiny, close):
     close(tiny.step(block, fused), tiny.step(block, apart), "after a commit", 1e-5)
 
 
+def test_prefill_step_on_a_cache_equals_commit_then_step(tiny, close):
+    lengths = [45, 30]
+    batch = torch.cat([torch.cat([torch.full((1, 45 - n), 1), rand(1, n, seed=n)], 1) for n in lengths])
+    done, block, later = rand(2, 8, seed=2), rand(2, 8, seed=3), rand(2, 8, seed=4)
+    fused, _ = tiny.prefill(batch, lengths=lengths)
+    apart = fused.clone()
+    same, logits = tiny.prefill_step(done, block, cache=fused)
+    assert same is fused and fused.length == 53
+    tiny.commit(done, apart)
+    close(logits, tiny.step(block, apart), "a finished block and the next one's first step, in one pass", 1e-5)
+    close(tiny.step(later, fused), tiny.step(later, apart), "a later step from that cache", 1e-5)
+
+
 def test_select_keeps_the_rows(tiny, close):
     cache, _ = tiny.prefill(rand(3, 20))
     block = rand(3, 8, seed=5)

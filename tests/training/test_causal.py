@@ -24,7 +24,7 @@ def test_the_loss_mask_covers_exactly_the_json_and_eos(tokenizer_path, tmp_path)
     model, _ = T.build(args(tmp_path, tokenizer_path), tmp_path)
     tok = model.tokenizer
     data = C.CausalData(tok, {"notam": 1.0}, 1500, seed=0)
-    kind, canvas, rows = data.batch(0)
+    kind, canvas, _, rows = data.batch(0)
     ids, target = C.collate(rows, tok.pad_id)
     assert len(rows) > 1 and len(rows) * ids.shape[1] <= 1500      # the token budget holds
     for b, (prompt, json_eos) in enumerate(rows):
@@ -37,8 +37,8 @@ def test_the_loss_mask_covers_exactly_the_json_and_eos(tokenizer_path, tmp_path)
         assert ":" in text and ": " not in text.replace('": "', "")             # no whitespace between tokens
         assert tok.decode(prompt).endswith("record:\n")
     # the same stream as the diffusion objective: same kind, same examples in the same order
-    d_kind, _, d_rows = T.Data(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
-    c_kind, _, c_rows = C.CausalData(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
+    d_kind, _, _, d_rows = T.Data(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
+    c_kind, _, _, c_rows = C.CausalData(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
     k = min(len(d_rows), len(c_rows))
     assert c_kind == d_kind and [p for p, _ in c_rows[:k]] == [p for p, _ in d_rows[:k]]
 
@@ -54,7 +54,7 @@ def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path):
         loss.backward()
         opt.step()
         losses.append(float(ce))
-    assert stats["masked"] == sum(len(t) for _, t in data.batch(0)[2])
+    assert stats["masked"] == sum(len(t) for _, t in data.batch(0)[3])
     assert all(torch.isfinite(torch.tensor(losses))), losses
     assert losses[-1] < 0.8 * losses[0], f"loss did not fall: {losses}"
 
@@ -73,7 +73,7 @@ def test_the_run_saves_a_twin_transformers_loads_and_resumes_causal(tokenizer_pa
 
     ours = clover_struct.load_model(tmp_path)
     theirs = transformers.Qwen3_5MoeForCausalLM.from_pretrained(tmp_path).eval()
-    _, _, rows = C.CausalData(ours.tokenizer, {"notam": 1.0}, 1500, seed=0).batch(0)
+    _, _, _, rows = C.CausalData(ours.tokenizer, {"notam": 1.0}, 1500, seed=0).batch(0)
     ids = torch.tensor([rows[0][0] + rows[0][1]])
     with torch.no_grad():
         diff = (theirs(ids).logits - ours(ids, "causal")).abs().max().item()

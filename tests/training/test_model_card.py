@@ -3,7 +3,7 @@
 import json
 
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 from clover_struct.engine.config import ModelConfig
 from training import model_card as MC
@@ -126,3 +126,14 @@ def test_a_near_perfect_score_is_not_rounded_up_to_a_perfect_one(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({**EVALUATION, "real_dev": real}))
     text = MC.write(tmp_path / "run", tmp_path / "eval.json", tmp_path / "ship").read_text()
     assert "| real_dev | 553 | 1.000 | 0.9997 |" in text and "validity: 0.9997 field" in text
+
+
+def test_the_shipped_model_unpacks_into_a_run_a_next_stage_starts_from(tmp_path):
+    run = MC.unpack(MC.SHIPPED, tmp_path / "mini-6")
+    recorded = json.loads((MC.SHIPPED / "training.json").read_text())
+    recorded.pop("parameters")
+    assert MC.training_summary(run, None) == recorded   # the record turned back and summarised again
+    model, before = T.load_weights(run)                 # what --init reads
+    assert before["step"] == recorded["steps"] and before["before"]["last_log"] == recorded["before"]["last_log"]
+    shipped, weights = load_file(str(MC.SHIPPED / "model.safetensors")), model.state_dict()
+    assert set(shipped) <= set(weights) and all(torch.equal(weights[n], t) for n, t in shipped.items())

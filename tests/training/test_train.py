@@ -48,7 +48,7 @@ def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path, block):
     torch.manual_seed(0)
     a = args(tmp_path, tokenizer_path, "--steps", "20", "--lr", "3e-3", *(["--block-size", block] if block else []))
     model, opt = T.build(a, tmp_path)
-    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
+    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0, block_size=model.config.block_size)
     balance = T.Balance(model)
     losses = []
     for _ in range(20):   # always step 0: the same rows and the same mask
@@ -64,7 +64,7 @@ def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path, block):
 def test_a_block_step_noises_one_block_after_clean_history(tokenizer_path, tmp_path, monkeypatch):
     a = args(tmp_path, tokenizer_path, "--steps", "1", "--block-size", "48")
     model, _ = T.build(a, tmp_path)
-    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
+    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0, block_size=model.config.block_size)
     canvas = data.canvases["notam"]
     assert model.config.block_size == 48 < len(canvas)
     seen = {}
@@ -84,11 +84,54 @@ def test_a_block_step_noises_one_block_after_clean_history(tokenizer_path, tmp_p
         assert not (history == model.config.mask_token_id).any()      # the history is clean
 
 
+def test_item_block_steps_noise_one_task_after_the_tasks_before_it(tokenizer_path, tmp_path, monkeypatch):
+    from pydantic import Field, create_model
+
+    from clover_struct.schemas import DispatchMessage
+    from clover_struct.schemas.dispatch import Task
+
+    blocked = create_model("DispatchMessage", __base__=DispatchMessage, tasks=(
+        list[Task], Field(min_length=1, max_length=8, json_schema_extra={"item_blocks": True})))
+    monkeypatch.setitem(T.SCHEMAS, "dispatch", blocked)
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    data = T.Data(model.tokenizer, {"dispatch": 1.0}, 6000, seed=0, block_size=model.config.block_size)
+    canvas = data.canvases["dispatch"]
+    items = [g for g in canvas.groups if g.kind == "item" and g.path.count("[") == 1]
+    assert data.spans["dispatch"] == canvas.spans() and len(canvas.spans()) == len(items) == 8
+    for seed in range(50):   # the tiny vocabulary writes some long names over budget
+        _, _, gold = sample("dispatch", random.Random(seed))
+        try:
+            ids, n = canvas.fill(gold), len(gold.tasks)
+            break
+        except ValueError:
+            continue
+    assert [T.reached(canvas, ids, start) for start, _ in canvas.spans()] == [k <= n for k in range(8)]
+    seen, starts = {}, set()
+
+    def spy(ids, mode, block_len, pad):
+        seen.update(ids=ids.clone(), block_len=block_len)
+        return torch.zeros(*ids.shape, model.config.hidden_size, requires_grad=True)
+
+    monkeypatch.setattr(model, "hidden", spy)
+    for step in range(8):
+        kind, canvas, (start, end), rows = data.batch(step)
+        starts.add(start)
+        k = canvas.spans().index((start, end))
+        # every row decodes this task: the task before it is present (the message has at least k tasks)
+        assert rows and all(len(canvas.validate(target).tasks) >= k for _, target in rows)
+        T.step_loss(model, T.Balance(model), data, step, 0)
+        ids, n = seen["ids"], seen["block_len"]
+        assert n == end - start and ids.shape[1] == max(len(p) for p, _ in rows) + end   # later tasks dropped
+        assert not (ids[:, :-n] == model.config.mask_token_id).any()                     # earlier ones clean
+        assert (ids[:, -n:] == model.config.mask_token_id).any(1).all()
+    assert len(starts) > 3
+
+
 def test_a_warm_step_predicts_every_slot_token_causally_from_the_clean_canvas(tokenizer_path, tmp_path):
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
     data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
     _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0, causal=True)
-    _, canvas, rows = data.batch(0)
+    _, canvas, _, rows = data.batch(0)
     ids, pad, gold = T.collate(rows, model.config.pad_token_id)
     slots = T.slot_index(canvas)[0] >= 0
     with torch.no_grad():
@@ -138,6 +181,21 @@ def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
         suffix_like += all(not row[s.start:s.end].any() or row[s.start:s.end].long().diff().ge(0).all()
                            for s in canvas.slots)
     assert 10 < suffix_like < 64   # about half the rows mask slot suffixes; random rows rarely do
+
+
+def test_full_mask_rows_hide_every_slot_and_leave_the_other_rows_as_they_were(tokenizer_path):
+    from clover_struct.engine.tokenizer import Tokenizer
+    from clover_struct.schemas import NoFlyZone
+
+    canvas = build_canvas(NoFlyZone, Tokenizer.from_file(tokenizer_path))
+    slot, offset = T.slot_index(canvas)
+    plain = T.noise(slot, offset, 64, torch.Generator().manual_seed(0))
+    some = T.noise(slot, offset, 64, torch.Generator().manual_seed(0), full=0.3)
+    whole = some[:, slot >= 0].all(1)
+    assert not some[:, slot < 0].any()
+    assert 8 < int(whole.sum()) < 32 and int(plain[:, slot >= 0].all(1).sum()) < 3
+    assert torch.equal(some[~whole], plain[~whole])   # the same draws, a share of rows then masked whole
+    assert T.noise(slot, offset, 8, torch.Generator().manual_seed(1), full=1.0)[:, slot >= 0].all()
 
 
 def test_resume_continues_exactly(tokenizer_path, tmp_path):
@@ -198,7 +256,7 @@ def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_pat
 def test_copy_drills_batch_like_any_kind(tokenizer_path, tmp_path, drill):
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
     data = T.Data(model.tokenizer, {drill: 1.0}, 1500, seed=0)
-    kind, canvas, rows = data.batch(0)
+    kind, canvas, _, rows = data.batch(0)
     assert kind == drill and rows and all(len(gold) == len(canvas) for _, gold in rows)
     assert all(canvas.validate(gold) is not None for _, gold in rows)
     loss, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
