@@ -402,12 +402,12 @@ def train(args) -> Path:
         data_class, loss_of, model_type = causal.CausalData, causal.step_loss, causal.MODEL_TYPE
     else:
         data_class, model_type = Data, "clover"
-    size = model.config.block_size
-    data = data_class(model.tokenizer, mix, args.batch_tokens, args.seed, args.loss_on, size, args.full_mask)
+    settings = (args.batch_tokens, args.seed, args.loss_on, model.config.block_size, args.full_mask)
+    data = data_class(model.tokenizer, mix, *settings)
     warm_mix = None
     if args.objective != "causal":
         warm_mix = as_mix(args.warm_mix) or mix
-        warm_data = Data(model.tokenizer, warm_mix, args.batch_tokens, args.seed, args.loss_on, size, args.full_mask)
+        warm_data = Data(model.tokenizer, warm_mix, *settings)
 
         def loss_of(model, balance, data, step, seed):
             warm = step < args.warm_steps
