@@ -49,16 +49,17 @@ class WaypointChanged(_Task):
 
 
 class MissionAssigned(_Task):
-    """A drone gets a mission."""
+    """A drone gets a mission. Fields in the order messages state them (priority last), which
+    is the order the canvas lays them out in."""
 
     kind: Literal["mission_assigned"] = Field("mission_assigned", description="discriminator")
     drone_id: str = Field(pattern=DRONE_ID, json_schema_extra=VERBATIM, description="drone identifier as written")
     mission_type: MissionType = Field(description="what the mission is")
-    priority: Literal["routine", "priority", "urgent"] = Field("routine", description="stated priority; routine if none")
     destination: str = Field(
         max_length=40, description="destination or site name as written",
         json_schema_extra={"max_tokens": 40, **VERBATIM},
     )
+    priority: Literal["routine", "priority", "urgent"] = Field("routine", description="stated priority; routine if none")
 
 
 class AltitudeChanged(_Task):

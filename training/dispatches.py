@@ -20,6 +20,7 @@ MISSION_WORDS = {
     "search_rescue": ["search and rescue", "SAR"], "mapping": ["mapping", "photogrammetry mapping"],
 }
 SITES = ("Clinic", "Depot", "Substation", "Quarry", "Farm", "Bridge", "Hospital", "Pier", "Pumping Station", "")
+TASK_WEIGHTS = {"zone_lifted": 2, "waypoint_changed": 3, "mission_assigned": 3, "altitude_changed": 2, "flight_hold": 2}
 HOLD_REASONS = ("high winds", "low visibility", "bird activity", "battery check", "police request", "traffic conflict",
                 "thunderstorm", "GNSS outage")
 
@@ -44,9 +45,9 @@ def _clock(t: time, radio: bool) -> str:
     return f"{t:%H%M}Z" if radio else f"{t:%H:%M} UTC"
 
 
-def _task(rng: random.Random, drones: list[str], radio: bool, area: tuple[float, float]) -> tuple[str, dict]:
-    kind = rng.choices(["zone_lifted", "waypoint_changed", "mission_assigned", "altitude_changed", "flight_hold"],
-                       weights=[2, 3, 3, 2, 2])[0]
+def _task(rng: random.Random, drones: list[str], radio: bool, area: tuple[float, float],
+          weights: dict[str, float]) -> tuple[str, dict]:
+    kind = rng.choices(list(weights), weights=list(weights.values()))[0]
     up = str.upper if radio else (lambda s: s)
     d = rng.choice(drones)
     if kind == "zone_lifted":
@@ -94,11 +95,13 @@ def _task(rng: random.Random, drones: list[str], radio: bool, area: tuple[float,
     return text, {"kind": "flight_hold", "drone_id": d, "until_utc": until, "reason": reason}
 
 
-def dispatch_example(rng: random.Random, family: str) -> tuple[str, DispatchMessage]:
+def dispatch_example(rng: random.Random, family: str, weights: dict[str, float] = TASK_WEIGHTS,
+                     ) -> tuple[str, DispatchMessage]:
+    """One message of `family` and its gold; `weights`: how often each kind of task is drawn."""
     radio = family == "dispatch_radio"
     drones = [drone_id(rng) for _ in range(rng.randint(1, 4))]
     area = draw.world_point(rng)  # one operating area per message
-    tasks = [_task(rng, drones, radio, area) for _ in range(rng.randint(2, 8))]
+    tasks = [_task(rng, drones, radio, area, weights) for _ in range(rng.randint(2, 8))]
     sender = f"{rng.choice(['OPS', 'DISPATCH', 'CONTROL', 'HUB'])}-{place(rng)[:14].strip()}" if rng.random() < 0.8 else None
     issued = time(rng.randrange(24), rng.randrange(60)) if rng.random() < 0.8 else None
     if radio:

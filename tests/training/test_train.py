@@ -168,6 +168,27 @@ def test_the_decisions_loss_reads_values_the_pad_ending_each_and_whole_choices(t
     assert stats["value"] == every["value"]                              # ... and every value token among them
 
 
+def test_the_choice_weight_counts_choice_positions_that_many_times_in_the_mean(tokenizer_path, tmp_path, monkeypatch):
+    from clover_struct.schemas import DispatchMessage
+
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    canvas = build_canvas(DispatchMessage, model.tokenizer)
+    slot, offset = T.slot_index(canvas)
+    seen, hidden, cross_entropy = {}, model.hidden, F.cross_entropy
+    monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
+    monkeypatch.setattr(T.F, "cross_entropy", lambda *a, **k: seen.setdefault("ce", cross_entropy(*a, **k)))
+    data = T.Data(model.tokenizer, {"dispatch": 1.0}, 6000, seed=0, loss_on="decisions", choice_weight=4.0)
+    _, ce, _ = T.step_loss(model, T.Balance(model), data, 0, 0)
+    block = seen["ids"][:, -len(canvas):]
+    gold = torch.tensor([g for _, g in data.batch(0)[3]])
+    counted = (block == model.config.mask_token_id) & T.decisions(canvas, gold, slot, offset)
+    is_choice = torch.tensor([s.kind == "choice" for s in canvas.slots])[slot.clamp(min=0)] & (slot >= 0)
+    weight = 1 + 3 * is_choice.expand_as(counted)[counted].float()
+    assert 0 < int(is_choice.expand_as(counted)[counted].sum()) < int(counted.sum())
+    assert torch.allclose(ce, (seen["ce"] * weight).sum() / weight.sum())
+    assert not torch.allclose(ce, seen["ce"].mean())
+
+
 def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
     from clover_struct.engine.tokenizer import Tokenizer
     from clover_struct.schemas import NoFlyZone
