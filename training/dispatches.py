@@ -95,8 +95,8 @@ def _task(rng: random.Random, drones: list[str], radio: bool, area: tuple[float,
     return text, {"kind": "flight_hold", "drone_id": d, "until_utc": until, "reason": reason}
 
 
-def dispatch_example(rng: random.Random, family: str, weights: dict[str, float] = TASK_WEIGHTS,
-                     ) -> tuple[str, DispatchMessage]:
+def dispatch_example(rng: random.Random, family: str,
+                     weights: dict[str, float] = TASK_WEIGHTS) -> tuple[str, DispatchMessage]:
     """One message of `family` and its gold; `weights`: how often each kind of task is drawn."""
     radio = family == "dispatch_radio"
     drones = [drone_id(rng) for _ in range(rng.randint(1, 4))]
