@@ -99,7 +99,7 @@ SCHEMAS = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judg
 def mission_example(rng: random.Random):
     """A dispatch message with three times the share of missions: whose type and priority
     are read from the wording, not copied (mission types stayed at chance through stage 9;
-    clover-mini's stage 10 trained on these)."""
+    clover-mini's stages 10 and 11 trained on these)."""
     weights = {**TASK_WEIGHTS, "mission_assigned": 3 * TASK_WEIGHTS["mission_assigned"]}
     return dispatch_example(rng, rng.choice(resolve("dispatch")), weights)
 
@@ -546,7 +546,7 @@ def parser() -> argparse.ArgumentParser:
     # the miss is each task's kind tag (nearly always waypoint_changed), which 80 steps do not
     # teach. (Without whole choice slots, an absent item's empty tag, scored over the tag's
     # whole span, lost its trailing pads and every message got eight items.) The shipped model's
-    # stages 1-6 used "all", its stages 7-10 "decisions".
+    # stages 1-6 used "all", its stages 7-11 "decisions".
     p.add_argument("--loss-on", choices=("all", "decisions"), default="all",
                    help="diffusion objective: the masked positions the loss reads: all, or only the value "
                         "tokens, the pad ending each value and whole choice slots (the decoder writes the "
