@@ -232,12 +232,16 @@ def decisions(canvas, gold: torch.Tensor, slot: torch.Tensor, offset: torch.Tens
     DispatchMessage one (eight items of five variants, mostly absent; its values are 8%),
     so in a plain mean over all of them a dispatch step weighs its values ~5x less than a
     notice step does (--loss-on decisions). slot, offset: slot_index(canvas)."""
-    choice = torch.tensor([s.kind == "choice" for s in canvas.slots])
-    whole = choice[slot.clamp(min=0)]
+    whole = choice_positions(canvas, slot)
     pad = gold == canvas.pad_id
     after_pad = torch.zeros_like(pad)
     after_pad[:, 1:] = pad[:, :-1]
     return (slot >= 0) & (~pad | (offset == 0) | ~after_pad | whole)
+
+
+def choice_positions(canvas, slot: torch.Tensor) -> torch.Tensor:
+    """[L] bool: the positions of choice slots (enums, booleans, union tags). slot: slot_index's."""
+    return torch.tensor([s.kind == "choice" for s in canvas.slots])[slot.clamp(min=0)] & (slot >= 0)
 
 
 class Balance:
@@ -299,8 +303,8 @@ def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = F
     # likelihoods, it needs good per-position predictions at every noise level, and 1/r
     # (up to 20x at r = 0.05) would mostly add gradient variance from nearly clean rows.
     # Choice slots (enums, booleans, union tags) may weigh more: --choice-weight.
-    choice = torch.tensor([s.kind == "choice" for s in canvas.slots])[slot.clamp(min=0)] & (slot >= 0)
-    weight = 1 + (data.choice_weight - 1) * choice[first:end].to(model.device).expand_as(counted)[counted].float()
+    choice = choice_positions(canvas, slot)[first:end].to(model.device)
+    weight = 1 + (data.choice_weight - 1) * choice.expand_as(counted)[counted].float()
     ce = (F.cross_entropy(logits.float(), target, reduction="none") * weight).sum() / weight.sum()
     aux = balance.pop()
     with torch.no_grad():
