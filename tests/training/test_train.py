@@ -182,9 +182,9 @@ def test_the_choice_weight_counts_choice_positions_that_many_times_in_the_mean(t
     block = seen["ids"][:, -len(canvas):]
     gold = torch.tensor([g for _, g in data.batch(0)[3]])
     counted = (block == model.config.mask_token_id) & T.decisions(canvas, gold, slot, offset)
-    is_choice = torch.tensor([s.kind == "choice" for s in canvas.slots])[slot.clamp(min=0)] & (slot >= 0)
-    weight = 1 + 3 * is_choice.expand_as(counted)[counted].float()
-    assert 0 < int(is_choice.expand_as(counted)[counted].sum()) < int(counted.sum())
+    choice = T.choice_positions(canvas, slot).expand_as(counted)[counted]
+    weight = 1 + 3 * choice.float()
+    assert 0 < int(choice.sum()) < int(counted.sum())
     assert torch.allclose(ce, (seen["ce"] * weight).sum() / weight.sum())
     assert not torch.allclose(ce, seen["ce"].mean())
 
