@@ -189,7 +189,30 @@ def test_the_choice_weight_counts_choice_positions_that_many_times_in_the_mean(t
     assert not torch.allclose(ce, seen["ce"].mean())
 
 
-def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
+def test_verdict_rows_are_conflicts_whose_geometric_answers_stay_clean_and_out_of_the_loss(
+        tokenizer_path, tmp_path, monkeypatch):
+    from clover_struct.demo.zones import route_facts
+    from clover_struct.schemas import DispatchJudgments
+
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    canvas = build_canvas(DispatchJudgments, model.tokenizer)
+    given = [s for s in canvas.slots if s.path in T.GIVEN["verdicts"]]
+    facts = route_facts([(0, 0), (0, 1e-3)], 0.0, None, None, [])   # its names, without zones
+    assert {s.path for s in given} == set(T.GIVEN["verdicts"]) == set(facts)
+    seen, hidden = {}, model.hidden
+    monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
+    data = T.Data(model.tokenizer, {"verdicts": 1.0}, 6000, seed=0, loss_on="decisions", full_mask=0.5)
+    _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
+    rows = data.batch(0)[3]
+    gold = torch.tensor([g for _, g in rows])
+    block = seen["ids"][:, -len(canvas):]
+    masked = block == model.config.mask_token_id
+    for s in given:
+        assert torch.equal(block[:, s.start:s.end], gold[:, s.start:s.end])
+    asked = sum(s.budget for s in canvas.slots if s not in given)
+    assert masked.sum(1).ge(1).all() and masked.sum(1).eq(asked).any()   # some rows: every decision masked
+    assert torch.isfinite(ce) and stats["masked"] == int(masked.sum())
+    assert all(canvas.parse(g.tolist())["conflict"] is True for g in gold)
     from clover_struct.engine.tokenizer import Tokenizer
     from clover_struct.schemas import NoFlyZone
 
