@@ -11,7 +11,8 @@ Rules name fields, optionally with a value (`"action=reroute"`; a bare name
 means True): `implies(a, b)`, `excludes(a, b)`, `exactly_one(a, b, ...)`, or
 `predicate(fn)` over the record. A model class may carry its rules as a
 `rules: ClassVar[list]`. Facts code computes better (say, from shapely) go in
-as `known` values; the rest is decided consistently with them.
+as `known` values: written into the canvas the model reads, and fixed in the
+answer; the rest is decided from them and consistently with them.
 """
 
 from __future__ import annotations
@@ -84,19 +85,27 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
     if unknown:
         raise KeyError(f"known: no field {sorted(unknown)}; fields are {', '.join(s.path for s in slots)}")
 
-    prompt = torch.tensor([encode_prompt(model, text, canvas)], device=model.device)
-    _, logits, passes = first_step(model, prompt, torch.tensor([canvas.ids], device=model.device))
-    lp = torch.log_softmax(logits.float(), -1)[0]
-    options = []  # per slot: [(value, score)]
-    for s, choice in zip(slots, sets):
-        scores = choice.score(lp[s.start:s.end].cpu().numpy())
-        values = [choice.value(i) for i in range(len(choice.texts))]
+    values = [[choice.value(i) for i in range(len(choice.texts))] for choice in sets]
+    given = {}  # slot index -> the known value's candidate index
+    for i, s in enumerate(slots):
         if s.path in known:
             want = known[s.path].value if hasattr(known[s.path], "value") else known[s.path]
-            if want not in values:
-                raise ValueError(f"known: {want!r} is not a value of `{s.path}` ({values})")
-            scores = [0.0 if v == want else float("-inf") for v in values]
-        options.append(list(zip(values, map(float, scores))))
+            if want not in values[i]:
+                raise ValueError(f"known: {want!r} is not a value of `{s.path}` ({values[i]})")
+            given[i] = values[i].index(want)
+    ids = list(canvas.ids)   # the known values written in, for the model to read; the rest masked
+    for i, k in given.items():
+        ids[slots[i].start:slots[i].end] = sets[i].ids[k].tolist()
+
+    prompt = torch.tensor([encode_prompt(model, text, canvas)], device=model.device)
+    _, logits, passes = first_step(model, prompt, torch.tensor([ids], device=model.device))
+    lp = torch.log_softmax(logits.float(), -1)[0]
+    options = []  # per slot: [(value, score)]
+    for i, (s, choice) in enumerate(zip(slots, sets)):
+        scores = choice.score(lp[s.start:s.end].cpu().numpy())
+        if i in given:
+            scores = [0.0 if k == given[i] else float("-inf") for k in range(len(scores))]
+        options.append(list(zip(values[i], map(float, scores))))
 
     def record(assignment):
         return {s.path: value for s, (value, _) in zip(slots, assignment)}

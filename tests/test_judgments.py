@@ -44,6 +44,22 @@ def test_known_facts_are_kept(toy_tokenizer):
     assert trace.forward_passes == 1 and trace.steps == 1   # prompt and step in one pass
 
 
+def test_the_model_reads_the_known_facts_as_training_writes_them(toy_tokenizer, monkeypatch):
+    from clover_struct.api import prepare
+
+    model = tiny_model(toy_tokenizer, std=1.0)
+    seen, step = [], model.prefill_step
+    spy = lambda history, block, *a, **k: seen.append(block[0].tolist()) or step(history, block, *a, **k)  # noqa: E731
+    monkeypatch.setattr(model, "prefill_step", spy)
+    known = {"conflict": True, "action": Action.REROUTE}
+    decide("x", DispatchJudgments, model=model, known=known)
+    canvas = prepare(DispatchJudgments, model)[1]
+    filled = canvas.fill({s.path: False for s in canvas.slots} | {"conflict": True, "action": "reroute"})
+    for s in canvas.slots:   # known: the tokens canvas.fill writes (the training target); the rest masked
+        want = filled[s.start:s.end] if s.path in known else [model.config.mask_token_id] * s.budget
+        assert seen[0][s.start:s.end] == want, s.path
+
+
 def test_unsatisfiable_rules_and_too_many_fields(toy_tokenizer):
     model = tiny_model(toy_tokenizer)
     with pytest.raises(ExtractionError, match="no assignment satisfies every rule"):
