@@ -213,6 +213,9 @@ def test_verdict_rows_are_conflicts_whose_geometric_answers_stay_clean_and_out_o
     assert masked.sum(1).ge(1).all() and masked.sum(1).eq(asked).any()   # some rows: every decision masked
     assert torch.isfinite(ce) and stats["masked"] == int(masked.sum())
     assert all(canvas.parse(g.tolist())["conflict"] is True for g in gold)
+
+
+def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
     from clover_struct.engine.tokenizer import Tokenizer
     from clover_struct.schemas import NoFlyZone
 
