@@ -14,7 +14,11 @@ class SchemaError(CloverError):
 
     def __init__(self, path: str, message: str):
         self.path = path
+        self.message = message
         super().__init__(f"field `{path or '<root>'}`: {message}")
+
+    def __reduce__(self):  # rebuilt from both arguments, so it crosses process boundaries
+        return type(self), (self.path, self.message)
 
 
 class ExtractionError(CloverError):
@@ -24,3 +28,6 @@ class ExtractionError(CloverError):
         self.path = path
         self.reason = reason
         super().__init__(f"field `{path or '<root>'}`: {reason}")
+
+    def __reduce__(self):
+        return type(self), (self.path, self.reason)
