@@ -6,9 +6,10 @@
 2. A flight request beside a notice: the notice is extracted as a NoFlyZone, and
    what geometry answers better than a model (does the route enter the zone, at
    an altitude and a time inside its limits) is computed with shapely
-   (clover_struct.demo.zones.route_facts) and given as known facts; the model decides the rest (authorisation, can it start,
-   must the route change, the action) jointly, never against the rules. When the notice
-   cannot be extracted, the run says so and the model decides every answer.
+   (clover_struct.demo.zones.route_facts) and given as known facts; the model decides the rest
+   (authorisation, can it start, must the route change, the action) jointly, never against
+   the rules (clover_struct.demo.flight.judge_flight). When the notice cannot be extracted,
+   the run says so and the model decides every answer.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import argparse
 import datetime as dt
 import sys
 
-from clover_struct import CloverError, ExtractionError, decide, extract, load_model, predicate
+from clover_struct import CloverError, ExtractionError, extract, load_model
+from clover_struct.demo.flight import judge_flight
 from clover_struct.demo.zones import route_facts
-from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, judgment_rules_hold
+from clover_struct.schemas import DispatchMessage, NoFlyZone
 
 MESSAGE = ("DISPATCH 0815Z FROM OPS-PUDONG. UAV-12 ASSIGNED MEDICAL MISSION TO RENJI HOSPITAL, URGENT. "
            "UAV-12 WP3 MOVED TO 31.21040 121.46270. ZONE R-118 LIFTED EFFECTIVE 0900Z. "
@@ -32,13 +34,12 @@ ALTITUDE_M = 100.0                                                          # AG
 WINDOW = (dt.datetime(2027, 5, 12, 9, 0, tzinfo=dt.timezone.utc), dt.datetime(2027, 5, 12, 9, 40, tzinfo=dt.timezone.utc))
 
 
-def request_text() -> str:
+def request() -> str:
     """The flight request in the layout the judgment examples use."""
     route = " -> ".join(f"{lat:.4f}, {lon:.4f}" for lat, lon in ROUTE)
     fmt = "%Y-%m-%d %H:%M"
     return (f"FLIGHT REQUEST MED-12\nAircraft: UAV-12 (unmanned)\nRoute: {route}\nHeight: {ALTITUDE_M:.0f} m AGL\n"
-            f"Window: {WINDOW[0]:{fmt}} to {WINDOW[1]:{fmt}} UTC\n\nNOTICES\n[1] {NOTICE}\n\n"
-            "QUESTIONS\n1. Does the route enter any notified zone?")
+            f"Window: {WINDOW[0]:{fmt}} to {WINDOW[1]:{fmt}} UTC")
 
 
 def main(argv=None) -> int:
@@ -54,14 +55,13 @@ def main(argv=None) -> int:
         try:
             zone = extract(NOTICE, NoFlyZone, model=model)
         except ExtractionError as e:   # no zone, no geometry: the model decides every answer
-            known = None
+            zone = e
             print(f"zone: not extracted ({e}); every answer is the model's")
         else:
-            known = route_facts(ROUTE, ALTITUDE_M, *WINDOW, [zone])
             print(f"zone: {zone.radius_m} m around ({zone.center_lat}, {zone.center_lon}), "
-                  f"{zone.floor_m}-{zone.ceiling_m} m, {zone.valid_from} to {zone.valid_to}; from geometry: {known}")
-        answers = decide(request_text(), DispatchJudgments, model=model, known=known,
-                         rules=[predicate(judgment_rules_hold)])
+                  f"{zone.floor_m}-{zone.ceiling_m} m, {zone.valid_from} to {zone.valid_to}; from geometry: "
+                  f"{route_facts(ROUTE, ALTITUDE_M, *WINDOW, [zone])}")
+        answers = judge_flight(request(), [NOTICE], [zone], ROUTE, ALTITUDE_M, *WINDOW, model=model)
     except CloverError as e:
         print(f"dispatch demo: {e}", file=sys.stderr)
         return 2

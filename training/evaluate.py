@@ -11,9 +11,10 @@ JSON: {"synthetic": {"field_em", "record_em"}, "heldout_family": {...},
 "real_dev": {"valid_rate", "field_em", "qline_location_validity_em"},
 "dispatch": {...}, "judgments": {"accuracy", "alone_accuracy", "violations",
 "alone_violations", "with_geometry": {...}}} (alone: each question answered on its own,
-no rules; with_geometry: the geometric answers computed by code from the zones the model
-extracts from each notice and given as known facts, the rest decided by the model, as
-examples/dispatch_demo.py does).
+no rules; with_geometry: decided by clover_struct.demo.flight.judge_flight, as
+examples/dispatch_demo.py does: the geometric answers computed by code from the zones the
+model extracts from each notice and given as known facts, the rest decided by the model from
+the notices geometry cannot rule out).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from enum import Enum
 from pathlib import Path
 
 from clover_struct import ExtractionError, decide, extract_many, load_model, predicate
+from clover_struct.demo.flight import judge_flight
 from clover_struct.demo.zones import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam, judgment_rules_hold
 
@@ -140,9 +142,10 @@ def score_real(model, limit=None) -> dict | None:
 
 def score_judgments(cases, model) -> dict:
     """Accuracy over all answers, and rule violations, of the questions decided from the text
-    jointly and alone; then with the geometric facts given, computed from the notices as the
-    model extracts them (with_geometry) and, to tell its errors from the zones', from the
-    gold zones (accuracy_true_geometry)."""
+    jointly and alone; then as judge_flight decides them (with_geometry: geometric facts
+    computed by code from the zones the model extracts from each notice, the model reading the
+    notices geometry cannot rule out), and, to tell its errors from the zones', from the gold
+    zones (accuracy_true_geometry)."""
     rules = [predicate(judgment_rules_hold)]
     flat = [notice for c in cases for notice in c.notices]
     extracted = iter(extract_many(flat, NoFlyZone, model=model, batch_size=16))
@@ -152,9 +155,11 @@ def score_judgments(cases, model) -> dict:
         zones = [next(extracted) for _ in c.notices]
         good = [z for z in zones if not isinstance(z, ExtractionError)]
         count["failed_notices"] += len(zones) - len(good)
-        facts = route_facts(c.route, c.height_m, c.start, c.end, good)
-        true_facts = route_facts(c.route, c.height_m, c.start, c.end, c.zones)
-        joint, geo, true_geo = (_decide_or_none(c.text, model, rules, known) for known in (None, facts, true_facts))
+        flight = (c.route, c.height_m, c.start, c.end)
+        joint, geo, true_geo = (_or_none(fn) for fn in (
+            lambda: decide(c.text, DispatchJudgments, model=model, rules=rules),
+            lambda: judge_flight(c.request, c.notices, zones, *flight, model=model),
+            lambda: judge_flight(c.request, c.notices, c.zones, *flight, model=model)))
         alone = decide(c.text, DispatchJudgments, model=model, joint=False)
         count["violations"] += joint is None or not judgment_rules_hold(joint)
         count["geo_violations"] += geo is None or not judgment_rules_hold(geo)
@@ -163,6 +168,7 @@ def score_judgments(cases, model) -> dict:
             for name, answer in ("hits", joint), ("alone_hits", alone), ("geo_hits", geo), ("true_geo_hits", true_geo):
                 count[name] += answer is not None and getattr(answer, k) == v
             count["total"] += 1
+        facts = route_facts(*flight, good)
         count["fact_hits"] += sum(v == getattr(c.gold, k) for k, v in facts.items())
         count["facts"] += len(facts)
     total = max(count["total"], 1)
@@ -174,9 +180,9 @@ def score_judgments(cases, model) -> dict:
                               "accuracy_true_geometry": count["true_geo_hits"] / total}}
 
 
-def _decide_or_none(text, model, rules, known):
+def _or_none(decision):
     try:
-        return decide(text, DispatchJudgments, model=model, rules=rules, known=known)
+        return decision()
     except ExtractionError:
         return None
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from shapely.geometry import LineString
 
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.dispatch import Action, DispatchJudgments
+from clover_struct.schemas.dispatch import DELAY_HORIZON, Action, DispatchJudgments, judgment_text
 from clover_struct.schemas.units import destination_point
 
 from . import draw
@@ -24,19 +24,6 @@ from .dispatches import drone_id
 from .drone import en_notice, zh_notice
 from .families import NOTAM_LAYOUTS
 from .notams import zone_notice
-
-QUESTIONS = (
-    "Does the route enter any notified zone?",
-    "Is the planned height within the vertical limits of a zone the route enters?",
-    "Is a zone the route enters in force at any time during the flight window?",
-    "Would the flight be inside one zone, within its limits, while that zone is in force?",
-    "Is every such conflict with a zone that grants permission on request?",
-    "Is there a conflict with a zone that grants no permission (so the route must change)?",
-    "May the flight go as requested?",
-    "Recommended action: proceed, request_authorisation, delay (the blocking zones end within 24 hours of "
-    "the planned start) or reroute?",
-)
-
 
 def _render_notice(rng: random.Random, family: str, spec: draw.ZoneSpec) -> tuple[str, NoFlyZone]:
     if family in NOTAM_LAYOUTS:
@@ -69,7 +56,7 @@ def answers(
         action = Action.PROCEED
     elif needs_auth:
         action = Action.REQUEST_AUTHORISATION
-    elif all(z.valid_to is not None and z.valid_to <= start + timedelta(hours=24) for z in blocking):
+    elif all(z.valid_to is not None and z.valid_to <= start + DELAY_HORIZON for z in blocking):
         action = Action.DELAY
     else:
         action = Action.REROUTE
@@ -85,6 +72,7 @@ class JudgmentCase:
     system would hold it) and each notice's text and gold zone."""
 
     text: str
+    request: str                         # the flight request, the text's first part
     gold: DispatchJudgments
     route: list[tuple[float, float]]     # (lat, lon) as written
     height_m: float                      # above ground
@@ -137,8 +125,5 @@ def judgment_case(rng: random.Random, notice_families: tuple[str, ...]) -> Judgm
         f"Height: {height_text}",
         f"Window: {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC",
     ])
-    questions = "\n".join(f"{i + 1}. {q}" for i, q in enumerate(QUESTIONS))
-    listed = "\n\n".join(f"[{i + 1}] {t}" for i, t in enumerate(notices))
-    text = f"{request}\n\nNOTICES\n{listed}\n\nQUESTIONS\n{questions}"
-    return JudgmentCase(text, answers(route, height_m, start, end, zones, auth), route, height_m, start, end,
+    return JudgmentCase(judgment_text(request, notices), request, answers(route, height_m, start, end, zones, auth), route, height_m, start, end,
                         notices, zones)

@@ -193,19 +193,33 @@ def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
     return sorted(out, key=lambda c: (c.leg, c.enter))
 
 
+def passages(route: list[tuple[float, float]], height_m: float, start: datetime, end: datetime,
+             zones: list[NoFlyZone]) -> list[tuple[bool, bool, bool]]:
+    """Per zone, for a flight of (lat, lon) points at height_m above ground during [start, end]:
+    does the track enter its footprint, and, if it does, is the height within its limits and
+    is it in force during the window (both False for a zone not entered)."""
+    track = LineString([(lon, lat) for lat, lon in route])
+    out = []
+    for k, zone in enumerate(zones):
+        v = volume(str(k), zone)
+        if not v.footprint.intersects(track):
+            out.append((False, False, False))
+            continue
+        within = v.floor_m <= altitude_in(v.floor_ref, height_m) and (
+            v.ceiling_m is None or altitude_in(v.ceiling_ref, height_m) <= v.ceiling_m)
+        out.append((True, within, v.active_during(start, end)))
+    return out
+
+
 def route_facts(route: list[tuple[float, float]], height_m: float, start: datetime, end: datetime,
                 zones: list[NoFlyZone]) -> dict[str, bool]:
-    """What geometry answers about a flight of (lat, lon) points at height_m above ground
-    during [start, end], under DispatchJudgments' names, to pass to `decide` as known facts:
-    does the track enter a zone's footprint (crosses_zone), is the height within the limits
-    of a zone it enters (vertical_overlap), is such a zone in force during the window
-    (time_overlap), and is one zone entered within its limits while in force (conflict)."""
-    track = LineString([(lon, lat) for lat, lon in route])
-    entered = [v for v in (volume(str(k), z) for k, z in enumerate(zones)) if v.footprint.intersects(track)]
-    within = [v.floor_m <= altitude_in(v.floor_ref, height_m)
-              and (v.ceiling_m is None or altitude_in(v.ceiling_ref, height_m) <= v.ceiling_m) for v in entered]
-    in_force = [v.active_during(start, end) for v in entered]
-    return {"crosses_zone": bool(entered), "vertical_overlap": any(within), "time_overlap": any(in_force),
+    """What geometry answers about the flight (see `passages`), under DispatchJudgments' names,
+    to pass to `decide` as known facts: does the track enter a zone's footprint (crosses_zone),
+    is the height within the limits of a zone it enters (vertical_overlap), is such a zone in
+    force during the window (time_overlap), and is one zone entered within its limits while in
+    force (conflict)."""
+    entered, within, in_force = zip(*passages(route, height_m, start, end, zones)) if zones else ((), (), ())
+    return {"crosses_zone": any(entered), "vertical_overlap": any(within), "time_overlap": any(in_force),
             "conflict": any(w and f for w, f in zip(within, in_force))}
 
 

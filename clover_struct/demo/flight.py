@@ -1,0 +1,46 @@
+"""A flight request judged against notices: geometry by code, the rest by the model.
+
+`judge_flight` takes the notices' zones as extracted (or the ExtractionError of a notice
+that could not be read) and leaves to the model only what the text alone says:
+
+- what shapely answers (`route_facts`) goes in as known facts; with a notice unread, only
+  the facts the read zones prove (True) are known, and the model decides the others;
+- the model reads the notices geometry cannot rule out, the zones the flight conflicts with
+  and the notices not read, for whether they grant permission: with every notice listed it
+  cannot tell which one's permission counts (clover-mini, 200 evaluation cases with the true
+  zones' facts: all 10 single-notice conflicts right, 16 of 62 wrong beside other notices);
+- when every zone in conflict ends within DELAY_HORIZON of the start, a route that must
+  change is delayed, and when none does it is rerouted: a rule, so the model's choice
+  between permission and none decides the action.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from clover_struct.errors import ExtractionError
+from clover_struct.judgments import decide, implies, predicate
+from clover_struct.schemas.airspace import NoFlyZone
+from clover_struct.schemas.dispatch import DELAY_HORIZON, DispatchJudgments, judgment_rules_hold, judgment_text
+
+from .zones import passages, route_facts
+
+
+def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | ExtractionError],
+                 route: list[tuple[float, float]], height_m: float, start: datetime, end: datetime,
+                 *, model=None, trace: bool = False):
+    """DispatchJudgments for a flight of (lat, lon) points at height_m AGL over [start, end]."""
+    read = [z for z in zones if not isinstance(z, ExtractionError)]
+    facts = route_facts(route, height_m, start, end, read)
+    conflicts = iter(all(p) for p in passages(route, height_m, start, end, read))
+    relevant = [isinstance(z, ExtractionError) or next(conflicts) for z in zones]
+    rules = [predicate(judgment_rules_hold)]
+    if len(read) < len(zones):
+        facts = {k: v for k, v in facts.items() if v}
+    else:
+        soon = {z.valid_to is not None and z.valid_to <= start + DELAY_HORIZON for z, r in zip(zones, relevant) if r}
+        if len(soon) == 1:
+            rules.append(implies("route_must_change", "action=delay" if soon.pop() else "action=reroute"))
+    shown = [t for t, r in zip(notices, relevant) if r] or notices
+    return decide(judgment_text(request, shown), DispatchJudgments, model=model, known=facts, rules=rules,
+                  trace=trace)
