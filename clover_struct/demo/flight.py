@@ -3,7 +3,7 @@
 `judge_flight` takes the notices' zones as extracted (or the ExtractionError of a notice
 that could not be read) and leaves to the model only what the text alone says:
 
-- what shapely answers (`route_facts`) goes in as known facts; with a notice unread, only
+- what shapely answers (`route_facts`, `facts_of`) goes in as known facts; with a notice unread, only
   the facts the read zones prove (True) are known, and the model decides the others;
 - the model reads the notices geometry cannot rule out, the zones the flight conflicts with
   and the notices not read, for whether they grant permission: with every notice listed it
@@ -23,7 +23,7 @@ from clover_struct.judgments import decide, implies, predicate
 from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.dispatch import DELAY_HORIZON, DispatchJudgments, judgment_rules_hold, judgment_text
 
-from .zones import passages, route_facts
+from .zones import facts_of, passages
 
 
 def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | ExtractionError],
@@ -31,9 +31,10 @@ def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | Extra
                  *, model=None, trace: bool = False):
     """DispatchJudgments for a flight of (lat, lon) points at height_m AGL over [start, end]."""
     read = [z for z in zones if not isinstance(z, ExtractionError)]
-    facts = route_facts(route, height_m, start, end, read)
-    conflicts = iter(all(p) for p in passages(route, height_m, start, end, read))
-    relevant = [isinstance(z, ExtractionError) or next(conflicts) for z in zones]
+    seen = passages(route, height_m, start, end, read)
+    facts = facts_of(seen)
+    in_conflict = {id(z): all(p) for z, p in zip(read, seen)}
+    relevant = [in_conflict.get(id(z), True) for z in zones]   # a notice not read cannot be ruled out
     rules = [predicate(judgment_rules_hold)]
     if len(read) < len(zones):
         facts = {k: v for k, v in facts.items() if v}

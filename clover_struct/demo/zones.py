@@ -213,14 +213,18 @@ def passages(route: list[tuple[float, float]], height_m: float, start: datetime,
 
 def route_facts(route: list[tuple[float, float]], height_m: float, start: datetime, end: datetime,
                 zones: list[NoFlyZone]) -> dict[str, bool]:
-    """What geometry answers about the flight (see `passages`), under DispatchJudgments' names,
-    to pass to `decide` as known facts: does the track enter a zone's footprint (crosses_zone),
-    is the height within the limits of a zone it enters (vertical_overlap), is such a zone in
-    force during the window (time_overlap), and is one zone entered within its limits while in
+    """What geometry answers about the flight, under DispatchJudgments' names, to pass to
+    `decide` as known facts (see facts_of)."""
+    return facts_of(passages(route, height_m, start, end, zones))
+
+
+def facts_of(passages: list[tuple[bool, bool, bool]]) -> dict[str, bool]:
+    """From a flight's passages: does the track enter a zone's footprint (crosses_zone), is the
+    height within the limits of a zone it enters (vertical_overlap), is such a zone in force
+    during the window (time_overlap), and is one zone entered within its limits while in
     force (conflict)."""
-    entered, within, in_force = zip(*passages(route, height_m, start, end, zones)) if zones else ((), (), ())
-    return {"crosses_zone": any(entered), "vertical_overlap": any(within), "time_overlap": any(in_force),
-            "conflict": any(w and f for w, f in zip(within, in_force))}
+    return {"crosses_zone": any(e for e, _, _ in passages), "vertical_overlap": any(w for _, w, _ in passages),
+            "time_overlap": any(f for _, _, f in passages), "conflict": any(all(p) for p in passages)}
 
 
 def route_window(route: list[Waypoint]) -> tuple[datetime, datetime]:
