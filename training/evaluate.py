@@ -149,8 +149,8 @@ def score_judgments(cases, model) -> dict:
     rules = [predicate(judgment_rules_hold)]
     flat = [notice for c in cases for notice in c.notices]
     extracted = iter(extract_many(flat, NoFlyZone, model=model, batch_size=16))
-    count = dict(hits=0, alone_hits=0, geo_hits=0, true_geo_hits=0, fact_hits=0, facts=0, total=0,
-                 violations=0, alone_violations=0, geo_violations=0, failed_notices=0)
+    count = dict(hits=0, alone_hits=0, geo_hits=0, geo_alone_hits=0, true_geo_hits=0, fact_hits=0, facts=0, total=0,
+                 violations=0, alone_violations=0, geo_violations=0, geo_alone_violations=0, failed_notices=0)
     for c in cases:
         zones = [next(extracted) for _ in c.notices]
         good = [z for z in zones if not isinstance(z, ExtractionError)]
@@ -161,11 +161,14 @@ def score_judgments(cases, model) -> dict:
             lambda: judge_flight(c.request, c.notices, zones, *flight, model=model),
             lambda: judge_flight(c.request, c.notices, c.zones, *flight, model=model)))
         alone = decide(c.text, DispatchJudgments, model=model, joint=False)
+        geo_alone = judge_flight(c.request, c.notices, zones, *flight, model=model, joint=False)
         count["violations"] += joint is None or not judgment_rules_hold(joint)
         count["geo_violations"] += geo is None or not judgment_rules_hold(geo)
         count["alone_violations"] += not judgment_rules_hold(alone)
+        count["geo_alone_violations"] += not judgment_rules_hold(geo_alone)
         for k, v in c.gold.model_dump().items():
-            for name, answer in ("hits", joint), ("alone_hits", alone), ("geo_hits", geo), ("true_geo_hits", true_geo):
+            for name, answer in (("hits", joint), ("alone_hits", alone), ("geo_hits", geo),
+                                 ("geo_alone_hits", geo_alone), ("true_geo_hits", true_geo)):
                 count[name] += answer is not None and getattr(answer, k) == v
             count["total"] += 1
         facts = route_facts(*flight, good)
@@ -175,6 +178,8 @@ def score_judgments(cases, model) -> dict:
     return {"n": len(cases), "accuracy": count["hits"] / total, "alone_accuracy": count["alone_hits"] / total,
             "violations": count["violations"], "alone_violations": count["alone_violations"],
             "with_geometry": {"accuracy": count["geo_hits"] / total, "violations": count["geo_violations"],
+                              "alone_accuracy": count["geo_alone_hits"] / total,
+                              "alone_violations": count["geo_alone_violations"],
                               "facts_accuracy": count["fact_hits"] / max(count["facts"], 1),
                               "notices": len(flat), "failed_notices": count["failed_notices"],
                               "accuracy_true_geometry": count["true_geo_hits"] / total}}
@@ -220,7 +225,8 @@ def main(argv=None) -> int:
               f"rule violations {j['violations']} joint, {j['alone_violations']} alone, of {j['n']}")
         g = j["with_geometry"]
         print(f"judgments with geometry from the extracted zones: accuracy {g['accuracy']:.3f} "
-              f"({g['violations']} violations; facts right {g['facts_accuracy']:.3f}; "
+              f"({g['violations']} violations; alone {g['alone_accuracy']:.3f}, {g['alone_violations']} violating; "
+              f"facts right {g['facts_accuracy']:.3f}; "
               f"{g['failed_notices']} of {g['notices']} notices failed); "
               f"with the true zones' geometry {g['accuracy_true_geometry']:.3f}")
     line = json.dumps(report)

@@ -147,6 +147,9 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
                           f"reading only the notices geometry cannot rule out: accuracy {g['accuracy']:.3f} "
                           f"({g['violations']} rule violations; those facts right {g['facts_accuracy']:.3f}); from "
                           f"the true zones' geometry instead, {g['accuracy_true_geometry']:.3f}."]
+            if "alone_accuracy" in g:
+                lines[-1] += (f" Answering each open question on its own instead: {g['alone_accuracy']:.3f} "
+                              f"({g['alone_violations']} cases violating a rule).")
     if evaluation.get("real_dev"):
         lines += ["", "Real dev notices, Q-line fields, location and validity: "
                       f"{_rate(evaluation['real_dev']['qline_location_validity_em'])} field exact match."]

@@ -28,8 +28,9 @@ from .zones import facts_of, passages
 
 def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | ExtractionError],
                  route: list[tuple[float, float]], height_m: float, start: datetime, end: datetime,
-                 *, model=None, trace: bool = False):
-    """DispatchJudgments for a flight of (lat, lon) points at height_m AGL over [start, end]."""
+                 *, model=None, joint: bool = True, trace: bool = False):
+    """DispatchJudgments for a flight of (lat, lon) points at height_m AGL over [start, end]
+    (joint=False: each open question answered on its own, the baseline; see decide)."""
     read = [z for z in zones if not isinstance(z, ExtractionError)]
     seen = passages(route, height_m, start, end, read)
     facts = facts_of(seen)
@@ -44,4 +45,4 @@ def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | Extra
             rules.append(implies("route_must_change", "action=delay" if soon.pop() else "action=reroute"))
     shown = [t for t, r in zip(notices, relevant) if r] or notices
     return decide(judgment_text(request, shown), DispatchJudgments, model=model, known=facts, rules=rules,
-                  trace=trace)
+                  joint=joint, trace=trace)
