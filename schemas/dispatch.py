@@ -10,7 +10,7 @@ answers are computed from geometry.
 
 from __future__ import annotations
 
-from datetime import time, timedelta
+from datetime import datetime, time, timedelta
 from enum import Enum
 from typing import Annotated, Literal, Optional, Union
 
@@ -118,6 +118,11 @@ class DispatchMessage(BaseModel):
 
 
 DELAY_HORIZON = timedelta(hours=24)   # "delay": the blocking zones end within this of the planned start
+
+
+def ends_soon(valid_to: Optional[datetime], start: datetime) -> bool:
+    """Does a restriction ending at valid_to (None: never) end within DELAY_HORIZON of start?"""
+    return valid_to is not None and valid_to <= start + DELAY_HORIZON
 
 # The questions a judgment prompt asks, in DispatchJudgments' field order.
 QUESTIONS = (

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from shapely.geometry import LineString
 
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.dispatch import DELAY_HORIZON, Action, DispatchJudgments, judgment_text
+from clover_struct.schemas.dispatch import Action, DispatchJudgments, ends_soon, judgment_text
 from clover_struct.schemas.units import destination_point
 
 from . import draw
@@ -56,7 +56,7 @@ def answers(
         action = Action.PROCEED
     elif needs_auth:
         action = Action.REQUEST_AUTHORISATION
-    elif all(z.valid_to is not None and z.valid_to <= start + DELAY_HORIZON for z in blocking):
+    elif all(ends_soon(z.valid_to, start) for z in blocking):
         action = Action.DELAY
     else:
         action = Action.REROUTE

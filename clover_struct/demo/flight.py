@@ -9,7 +9,7 @@ that could not be read) and leaves to the model only what the text alone says:
   and the notices not read, for whether they grant permission: with every notice listed it
   cannot tell which one's permission counts (clover-mini, 200 evaluation cases with the true
   zones' facts: all 10 single-notice conflicts right, 16 of 62 wrong beside other notices);
-- when every zone in conflict ends within DELAY_HORIZON of the start, a route that must
+- when every zone in conflict ends within a day of the start (`ends_soon`), a route that must
   change is delayed, and when none does it is rerouted: a rule, so the model's choice
   between permission and none decides the action.
 """
@@ -21,7 +21,7 @@ from datetime import datetime
 from clover_struct.errors import ExtractionError
 from clover_struct.judgments import decide, implies, predicate
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.dispatch import DELAY_HORIZON, DispatchJudgments, judgment_rules_hold, judgment_text
+from clover_struct.schemas.dispatch import DispatchJudgments, ends_soon, judgment_rules_hold, judgment_text
 
 from .zones import facts_of, passages
 
@@ -40,7 +40,7 @@ def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | Extra
     if len(read) < len(zones):
         facts = {k: v for k, v in facts.items() if v}
     else:
-        soon = {z.valid_to is not None and z.valid_to <= start + DELAY_HORIZON for z, r in zip(zones, relevant) if r}
+        soon = {ends_soon(z.valid_to, start) for z, r in zip(zones, relevant) if r}
         if len(soon) == 1:
             rules.append(implies("route_must_change", "action=delay" if soon.pop() else "action=reroute"))
     shown = [t for t, r in zip(notices, relevant) if r] or notices
