@@ -9,12 +9,14 @@ reference has. Values are compared normalised: coordinates within 1e-3
 degrees, datetimes equal, strings after whitespace folding. The last line is
 JSON: {"synthetic": {"field_em", "record_em"}, "heldout_family": {...},
 "real_dev": {"valid_rate", "field_em", "qline_location_validity_em"},
-"dispatch": {...}, "judgments": {"accuracy", "alone_accuracy", "violations",
-"alone_violations", "with_geometry": {...}}} (alone: each question answered on its own,
-no rules; with_geometry: decided by clover_struct.demo.flight.judge_flight, as
-examples/dispatch_demo.py does: the geometric answers computed by code from the zones the
-model extracts from each notice and given as known facts, the rest decided by the model from
-the notices geometry cannot rule out).
+"dispatch": {...}, "judgments": {"accuracy", "violations", "alone_accuracy",
+"alone_violations", ..., "model_only": {...}}}. Judgments are scored as the library decides
+them, clover_struct.demo.flight.judge_flight (examples/dispatch_demo.py does the same): the
+model extracts each notice's zone, code computes the geometric answers from those zones (does
+the route enter a zone, within its limits, while in force) and gives them as known facts, and
+the model decides the rest from the notices geometry cannot rule out. alone: each open question
+answered on its own, no rules. model_only: the model answering all eight questions from the
+text, geometry included, which the schemas' rule (arithmetic is code's) does not ask of it.
 """
 
 from __future__ import annotations
@@ -141,48 +143,48 @@ def score_real(model, limit=None) -> dict | None:
 
 
 def score_judgments(cases, model) -> dict:
-    """Accuracy over all answers, and rule violations, of the questions decided from the text
-    jointly and alone; then as judge_flight decides them (with_geometry: geometric facts
-    computed by code from the zones the model extracts from each notice, the model reading the
-    notices geometry cannot rule out), and, to tell its errors from the zones', from the gold
-    zones (accuracy_true_geometry)."""
+    """Accuracy over all answers, and rule violations, as judge_flight decides them from the
+    zones the model extracts (jointly and each open question alone), and from the gold zones
+    (accuracy_true_geometry: what is left when the zones are right); model_only: the model
+    answering every question from the text, jointly and alone."""
     rules = [predicate(judgment_rules_hold)]
     flat = [notice for c in cases for notice in c.notices]
     extracted = iter(extract_many(flat, NoFlyZone, model=model, batch_size=16))
-    count = dict(hits=0, alone_hits=0, geo_hits=0, geo_alone_hits=0, true_geo_hits=0, fact_hits=0, facts=0, total=0,
-                 violations=0, alone_violations=0, geo_violations=0, geo_alone_violations=0, failed_notices=0)
+    count = {k: 0 for k in ("hits", "alone_hits", "true_geo_hits", "text_hits", "text_alone_hits", "fact_hits", "facts",
+                            "total", "violations", "alone_violations", "text_violations", "text_alone_violations",
+                            "failed_notices")}
     for c in cases:
         zones = [next(extracted) for _ in c.notices]
         good = [z for z in zones if not isinstance(z, ExtractionError)]
         count["failed_notices"] += len(zones) - len(good)
         flight = (c.route, c.height_m, c.start, c.end)
-        joint, geo, true_geo = (_or_none(fn) for fn in (
-            lambda: decide(c.text, DispatchJudgments, model=model, rules=rules),
+        joint, true_geo, text = (_or_none(fn) for fn in (
             lambda: judge_flight(c.request, c.notices, zones, *flight, model=model),
-            lambda: judge_flight(c.request, c.notices, c.zones, *flight, model=model)))
-        alone = decide(c.text, DispatchJudgments, model=model, joint=False)
-        geo_alone = judge_flight(c.request, c.notices, zones, *flight, model=model, joint=False)
+            lambda: judge_flight(c.request, c.notices, c.zones, *flight, model=model),
+            lambda: decide(c.text, DispatchJudgments, model=model, rules=rules)))
+        alone = judge_flight(c.request, c.notices, zones, *flight, model=model, joint=False)
+        text_alone = decide(c.text, DispatchJudgments, model=model, joint=False)
         count["violations"] += joint is None or not judgment_rules_hold(joint)
-        count["geo_violations"] += geo is None or not judgment_rules_hold(geo)
         count["alone_violations"] += not judgment_rules_hold(alone)
-        count["geo_alone_violations"] += not judgment_rules_hold(geo_alone)
+        count["text_violations"] += text is None or not judgment_rules_hold(text)
+        count["text_alone_violations"] += not judgment_rules_hold(text_alone)
         for k, v in c.gold.model_dump().items():
-            for name, answer in (("hits", joint), ("alone_hits", alone), ("geo_hits", geo),
-                                 ("geo_alone_hits", geo_alone), ("true_geo_hits", true_geo)):
+            for name, answer in (("hits", joint), ("alone_hits", alone), ("true_geo_hits", true_geo),
+                                 ("text_hits", text), ("text_alone_hits", text_alone)):
                 count[name] += answer is not None and getattr(answer, k) == v
             count["total"] += 1
         facts = route_facts(*flight, good)
         count["fact_hits"] += sum(v == getattr(c.gold, k) for k, v in facts.items())
         count["facts"] += len(facts)
     total = max(count["total"], 1)
-    return {"n": len(cases), "accuracy": count["hits"] / total, "alone_accuracy": count["alone_hits"] / total,
-            "violations": count["violations"], "alone_violations": count["alone_violations"],
-            "with_geometry": {"accuracy": count["geo_hits"] / total, "violations": count["geo_violations"],
-                              "alone_accuracy": count["geo_alone_hits"] / total,
-                              "alone_violations": count["geo_alone_violations"],
-                              "facts_accuracy": count["fact_hits"] / max(count["facts"], 1),
-                              "notices": len(flat), "failed_notices": count["failed_notices"],
-                              "accuracy_true_geometry": count["true_geo_hits"] / total}}
+    return {"n": len(cases), "accuracy": count["hits"] / total, "violations": count["violations"],
+            "alone_accuracy": count["alone_hits"] / total, "alone_violations": count["alone_violations"],
+            "facts_accuracy": count["fact_hits"] / max(count["facts"], 1),
+            "notices": len(flat), "failed_notices": count["failed_notices"],
+            "accuracy_true_geometry": count["true_geo_hits"] / total,
+            "model_only": {"accuracy": count["text_hits"] / total, "violations": count["text_violations"],
+                           "alone_accuracy": count["text_alone_hits"] / total,
+                           "alone_violations": count["text_alone_violations"]}}
 
 
 def _or_none(decision):
@@ -221,14 +223,13 @@ def main(argv=None) -> int:
         if r and "field_em" in r:
             print(f"| {name} | {r['n']} | {r['valid_rate']:.3f} | {r['field_em']:.3f} | {r.get('record_em', float('nan')):.3f} |")
     if j := report.get("judgments"):
-        print(f"judgments: accuracy {j['accuracy']:.3f} joint, {j['alone_accuracy']:.3f} alone; "
-              f"rule violations {j['violations']} joint, {j['alone_violations']} alone, of {j['n']}")
-        g = j["with_geometry"]
-        print(f"judgments with geometry from the extracted zones: accuracy {g['accuracy']:.3f} "
-              f"({g['violations']} violations; alone {g['alone_accuracy']:.3f}, {g['alone_violations']} violating; "
-              f"facts right {g['facts_accuracy']:.3f}; "
-              f"{g['failed_notices']} of {g['notices']} notices failed); "
-              f"with the true zones' geometry {g['accuracy_true_geometry']:.3f}")
+        t = j["model_only"]
+        print(f"judgments (judge_flight, geometry from the extracted zones): accuracy {j['accuracy']:.3f} joint, "
+              f"{j['alone_accuracy']:.3f} alone; rule violations {j['violations']} joint, {j['alone_violations']} "
+              f"alone, of {j['n']}; facts right {j['facts_accuracy']:.3f}; {j['failed_notices']} of {j['notices']} "
+              f"notices failed; with the true zones' geometry {j['accuracy_true_geometry']:.3f}")
+        print(f"judgments, the model alone from the text: accuracy {t['accuracy']:.3f} joint, "
+              f"{t['alone_accuracy']:.3f} alone; rule violations {t['violations']} joint, {t['alone_violations']} alone")
     line = json.dumps(report)
     if args.out:
         Path(args.out).write_text(line + "\n")

@@ -55,7 +55,7 @@ def test_sets_runs_only_the_sets_named(monkeypatch, capsys):
         ev.main(["--quick", "--sets", "dispach"])
 
 
-def test_judgments_with_geometry_take_the_facts_from_the_extracted_zones(monkeypatch):
+def test_judgments_take_the_geometric_facts_from_the_extracted_zones(monkeypatch):
     """The geometric answers come from the zones extracted from each notice: from the true
     zones they are all right, and from failed notices (no zones) they say nothing is crossed."""
     from clover_struct.schemas.dispatch import Action, DispatchJudgments
@@ -71,12 +71,13 @@ def test_judgments_with_geometry_take_the_facts_from_the_extracted_zones(monkeyp
 
     monkeypatch.setattr(ev, "decide", decide)
     monkeypatch.setattr(ev, "extract_many", lambda texts, *a, **k: [z for c in cases for z in c.zones])
-    right = ev.score_judgments(cases, model=None)["with_geometry"]
+    right = ev.score_judgments(cases, model=None)
     assert right["facts_accuracy"] == 1.0 and right["accuracy"] == right["accuracy_true_geometry"]
     assert right["failed_notices"] == 0 and right["notices"] == sum(len(c.notices) for c in cases)
+    assert right["model_only"]["accuracy"] < right["accuracy"]   # from the text alone no facts are known
 
     monkeypatch.setattr(ev, "extract_many", lambda texts, *a, **k: [ExtractionError("x", "no")] * len(texts))
-    failed = ev.score_judgments(cases, model=None)["with_geometry"]
+    failed = ev.score_judgments(cases, model=None)
     crossed = sum(c.gold.crosses_zone for c in cases)
     assert failed["failed_notices"] == failed["notices"] and 0 < crossed < len(cases)
     assert failed["facts_accuracy"] < 1.0 and failed["accuracy"] < right["accuracy"]
