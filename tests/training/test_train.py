@@ -215,6 +215,23 @@ def test_verdict_rows_are_conflicts_whose_geometric_answers_stay_clean_and_out_o
     assert all(canvas.parse(g.tolist())["conflict"] is True for g in gold)
 
 
+def test_flag_rows_are_scored_on_uas_only_alone_which_is_always_masked(tokenizer_path, tmp_path, monkeypatch):
+    from clover_struct.schemas import NoFlyZone
+
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    canvas = build_canvas(NoFlyZone, model.tokenizer)
+    flag = next(s for s in canvas.slots if s.path == "uas_only")
+    seen, hidden = {}, model.hidden
+    monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
+    data = T.Data(model.tokenizer, {"flags": 1.0}, 6000, seed=0, loss_on="decisions")
+    _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
+    block = seen["ids"][:, -len(canvas):]
+    masked = block == model.config.mask_token_id
+    assert masked[:, flag.start:flag.end].all()                            # the flag: always asked
+    assert masked.sum(1).gt(flag.budget).any()                             # other slots masked too ...
+    assert stats["masked"] == len(block) * flag.budget and torch.isfinite(ce)   # ... but only the flag scored
+
+
 def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
     from clover_struct.engine.tokenizer import Tokenizer
     from clover_struct.schemas import NoFlyZone
