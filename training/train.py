@@ -120,9 +120,10 @@ def verdict_example(rng: random.Random):
 
 def flag_example(rng: random.Random):
     """A zone notice, for its uas_only alone (ONLY). Read from the wording, the flag stayed at
-    its prior (true, 0.6) through stage 16: among a zone row's ~190 weighted loss terms it
-    is one, a fifth of the steps. Trained on nothing else for 45 steps of 8 notices, the
-    stage 16 weights told 0.90 of 48 evaluation notices apart (0.60 before)."""
+    its prior (true, 0.6) through stage 16: with every decision of a zone row masked, its
+    weight in the row's loss is 5 of ~280 (choice weight 5), in a fifth of the steps. Trained
+    on nothing else for 45 steps of 8 notices, the stage 16 weights told 0.90 of 48
+    evaluation notices apart (0.60 before)."""
     return sample("zone", rng)[1:]
 
 
