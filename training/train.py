@@ -119,11 +119,9 @@ def verdict_example(rng: random.Random):
 
 
 def flag_example(rng: random.Random):
-    """A zone notice, for its uas_only alone (ONLY). Read from the wording, the flag stayed at
-    its prior (true, 0.6) through stage 16: with every decision of a zone row masked, its
-    weight in the row's loss is 5 of ~280 (choice weight 5), in a fifth of the steps. Trained
-    on nothing else for 45 steps of 8 notices, the stage 16 weights told 0.90 of 48
-    evaluation notices apart (0.60 before); stages 17 and 18 took it into the recipe (0.99)."""
+    """A zone notice, for its uas_only alone (ONLY). In a zone row with every decision masked
+    the flag is 5 of ~280 loss weights, too little to move it off its prior; scored alone it
+    is learned (the model card's notes, "Zones, what is wrong", have the measurements)."""
     return sample("zone", rng)[1:]
 
 
