@@ -1,25 +1,27 @@
-"""clover-struct: structured extraction and linked decisions with a block-diffusion LM."""
+"""clover-struct: structured extraction and linked decisions with a block-diffusion LM.
 
-from .api import extract, extract_many
-from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
-from .judgments import decide, exactly_one, excludes, implies, predicate
+    from clover_struct import extract, extract_many, decide, load_model
 
-__all__ = ["extract", "extract_many", "decide", "implies", "excludes", "exactly_one", "predicate", "load_model", "CloverError", "CheckpointError", "SchemaError",
-           "ExtractionError"]
+Names load their module on first use (PEP 562): importing the package, or any part
+of it such as `clover_struct.engine`, loads nothing else.
+"""
+
+from importlib import import_module
+
+_NAMES = {"extract": "api", "extract_many": "api", "load_model": "api",
+          "decide": "linked", "implies": "linked", "excludes": "linked", "exactly_one": "linked",
+          "predicate": "linked",
+          "CloverError": "errors", "CheckpointError": "errors", "UsageError": "errors",
+          "SchemaError": "errors", "ExtractionError": "errors"}
+
+__all__ = sorted(_NAMES)
 
 
-def load_model(path=None, *, device=None, dtype=None):
-    """Load a model directory (config.json, safetensors weights, tokenizer.json).
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_NAMES[name]}", __name__), name)
 
-    With no path, the embedded clover-mini that ships in the package.
-    """
-    from pathlib import Path
 
-    from .engine.checkpoint import load_model as _load
-
-    if path is None:
-        path = Path(__file__).parent / "models" / "clover-mini"
-        if not (path / "config.json").is_file():
-            raise CheckpointError(f"the embedded model is not in this installation ({path}); "
-                                  "pass a model directory to load_model(path)")
-    return _load(path, device=device, dtype=dtype)
+def __dir__():
+    return __all__

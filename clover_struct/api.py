@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -25,10 +26,25 @@ from .layout import build_canvas
 from .verbatim import for_text
 
 
+EMBEDDED = Path(__file__).parent / "models" / "clover-mini"
+
+
+def load_model(path=None, *, device=None, dtype=None):
+    """The model in directory `path` (config.json, safetensors weights, tokenizer.json), of any
+    family the engine reads; with no path, clover-mini, the model embedded in the package."""
+    from .engine.checkpoint import load_model as load
+
+    if path is None:
+        if not (EMBEDDED / "config.json").is_file():
+            raise CheckpointError(f"the embedded model is not in this installation ({EMBEDDED}); "
+                                  "pass a model directory to load_model(path)")
+        path = EMBEDDED
+    return load(path, device=device, dtype=dtype)
+
+
 @cache
 def default_model():
-    from . import load_model
-
+    """The embedded model, loaded once per process."""
     return load_model()
 
 

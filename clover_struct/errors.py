@@ -1,12 +1,15 @@
-"""The error hierarchy. Every error names what is wrong and says what to do."""
+"""The error hierarchy. Every error names what is wrong and says what to do.
 
+    CloverError             base of all of them
+      CheckpointError       a model directory, config, tensor or tokenizer is wrong
+      UsageError            a call's arguments cannot be carried out (also a ValueError)
+      SchemaError           a schema uses a construct that cannot be laid out
+      ExtractionError       no valid value could be decoded for a field
 
-class CloverError(Exception):
-    """Base class of every error clover-struct raises on purpose."""
+The first three are the engine's own (engine/errors.py), re-exported here.
+"""
 
-
-class CheckpointError(CloverError):
-    """A model directory, config, tensor or tokenizer is missing, corrupt or mismatched."""
+from .engine.errors import CheckpointError, CloverError, UsageError
 
 
 class SchemaError(CloverError):
@@ -31,3 +34,6 @@ class ExtractionError(CloverError):
 
     def __reduce__(self):
         return type(self), (self.path, self.reason)
+
+
+__all__ = ["CloverError", "CheckpointError", "UsageError", "SchemaError", "ExtractionError"]

@@ -3,14 +3,18 @@
 A directory holds `config.json`, `model.safetensors` (or shards listed in
 `model.safetensors.index.json`) and optionally `tokenizer.json`. Only
 safetensors is read (memory-mapped; nothing is unpickled, nothing downloaded).
-Checkpoint names map onto module names through the table below; experts may be
-stored fused or one tensor per expert, under an optional
-`model.language_model.` prefix. Every key and shape is checked, and an error
-names the file and tensor and says what was expected.
+`load_model` picks the family from config.json (`FAMILIES`, by `model_type`, else
+by `architectures`) and hands the directory to that family's loader.
+
+The Clover family's loader is here: checkpoint names map onto module names through
+the tables below; experts may be stored fused or one tensor per expert, under an
+optional `model.language_model.` prefix. Every key and shape is checked, and an
+error names the file and tensor and says what was expected.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections import defaultdict
@@ -20,11 +24,17 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from clover_struct.errors import CheckpointError
-
 from .config import ModelConfig
+from .errors import CheckpointError, UsageError
 from .model import CloverModel
 from .tokenizer import Tokenizer
+
+# The families load_model reads: config.json's model_type (or an entry of its
+# architectures) -> "module:function" under engine/, called as function(root, config
+# dict, device, dtype). A new family is a module and a row.
+FAMILIES = {"clover": "checkpoint:load_clover", "qwen3_5_moe_text": "checkpoint:load_clover",
+            "qwen3_5_moe": "checkpoint:load_clover"}
+ARCHITECTURES = {"Qwen3_5MoeForCausalLM": "qwen3_5_moe_text", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe"}
 
 # Prefixes that official multimodal checkpoints put in front of the text model.
 PREFIXES = {"model.language_model.": "model.", "language_model.model.": "model.",
@@ -129,11 +139,60 @@ def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, to
     return tensors
 
 
-def load_model(path: str | Path, *, device=None, dtype=None) -> CloverModel:
+def read_config(root: Path) -> dict:
+    """config.json of a model directory, as a dict; CheckpointError if missing or not JSON."""
+    path = root / "config.json"
+    if not path.is_file():
+        raise CheckpointError(f"{path}: no config.json; a model directory needs one "
+                              "(save models with clover_struct.engine.checkpoint.save_model)")
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path}: not valid JSON ({e}); copy the checkpoint again") from e
+    if not isinstance(d, dict):
+        raise CheckpointError(f"{path}: expected a JSON object")
+    return d
+
+
+def family_of(config: dict, source: str = "config.json") -> str:
+    """The FAMILIES key of a config: its model_type, else the first architecture known."""
+    model_type = config.get("model_type")
+    if model_type in FAMILIES:
+        return model_type
+    for arch in config.get("architectures") or []:
+        if arch in ARCHITECTURES:
+            return ARCHITECTURES[arch]
+    raise CheckpointError(f"{source}: model_type {model_type!r} is not a family clover-struct reads; "
+                          f"it reads {', '.join(sorted(FAMILIES))}")
+
+
+def torch_device(device=None, dtype=None) -> tuple[torch.device, torch.dtype]:
+    """The device asked for (default cpu) and the dtype (default bf16 on CUDA, float32 elsewhere)."""
+    try:
+        device = torch.device(device or "cpu")
+    except RuntimeError as e:
+        raise UsageError(f"device {device!r} is not a torch device ({e}); use 'cpu' or 'cuda'") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError("a CUDA device was asked for, but torch sees none; use device='cpu'")
+    return device, dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
+
+
+def load_model(path: str | Path, *, device=None, dtype=None):
+    """The model in directory `path`, of whichever family its config.json names."""
     root = Path(path)
     if not root.is_dir():
         raise CheckpointError(f"{root}: not a model directory (expected config.json and model.safetensors)")
-    config = ModelConfig.from_file(root / "config.json")
+    config = read_config(root)
+    module, _, function = FAMILIES[family_of(config, str(root / "config.json"))].partition(":")
+    load = getattr(importlib.import_module(f".{module}", __package__), function)
+    model = load(root, config, *torch_device(device, dtype))
+    model.source = str(root)
+    return model.eval()
+
+
+def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> CloverModel:
+    """A Clover (or Qwen3.5-MoE) directory: config, tokenizer and weights, every tensor checked."""
+    config = ModelConfig.from_dict(config, source=str(root / "config.json"))
     tokenizer = Tokenizer.from_file(root / "tokenizer.json") if (root / "tokenizer.json").is_file() else None
     if tokenizer is not None:
         if tokenizer.vocab_size > config.vocab_size:
@@ -148,21 +207,13 @@ def load_model(path: str | Path, *, device=None, dtype=None) -> CloverModel:
         if value is not None and not 0 <= value < config.vocab_size:
             raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary "
                                   f"of {config.vocab_size}")
-    try:
-        device = torch.device(device or "cpu")
-    except RuntimeError as e:
-        raise ValueError(f"device {device!r} is not a torch device ({e})") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("a CUDA device was asked for, but torch sees none; use device='cpu'")
-    dtype = dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)
     tensors = state_dict_from_files(_files(root), model)
     tensors = {k: v.to(device=device, dtype=dtype) for k, v in tensors.items()}
     model.load_state_dict(tensors, strict=not config.tie_word_embeddings, assign=True)
     model.reset_buffers(device)
-    model.source = str(root)
-    return model.eval()
+    return model
 
 
 def save_model(model: CloverModel, path: str | Path, *, layout: str = "fused",
@@ -172,7 +223,7 @@ def save_model(model: CloverModel, path: str | Path, *, layout: str = "fused",
     model_type="qwen3_5_moe_text" makes a checkpoint transformers loads as Qwen3_5MoeForCausalLM
     (an autoregressive twin for benchmarks); load_model reads both."""
     if layout not in ("fused", "per_expert"):
-        raise ValueError(f"layout must be 'fused' or 'per_expert', got {layout!r}")
+        raise UsageError(f"layout must be 'fused' or 'per_expert', got {layout!r}")
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.json").write_text(json.dumps(model.config.to_dict(model_type), indent=2) + "\n")

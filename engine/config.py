@@ -12,7 +12,7 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
-from clover_struct.errors import CheckpointError
+from .errors import CheckpointError, UsageError
 
 MODEL_TYPES = ("clover", "qwen3_5_moe_text", "qwen3_5_moe")
 LAYER_TYPES = ("linear_attention", "full_attention")
@@ -128,15 +128,29 @@ class ModelConfig:
         if model_type == "clover":
             return {"model_type": "clover", **d}
         if model_type != "qwen3_5_moe_text":
-            raise ValueError(f"model_type must be 'clover' or 'qwen3_5_moe_text', got {model_type!r}")
+            raise UsageError(f"model_type must be 'clover' or 'qwen3_5_moe_text', got {model_type!r}")
         rope = {"rope_type": "default", "rope_theta": d.pop("rope_theta"),
                 "partial_rotary_factor": d.pop("partial_rotary_factor")}
         return {"model_type": model_type, "architectures": ["Qwen3_5MoeForCausalLM"], "hidden_act": "silu",
                 "rope_parameters": rope, **d}
 
 
-# Named presets; `tiny` is what tests build, `mini` is the shape of clover-mini.
+L, A = LAYER_TYPES
+# Named shapes. `mini` is clover-mini, the model that ships in the package (its vocabulary
+# is the 3,072-token tokenizer beside it); training builds it from here. `tiny` is what tests
+# build: 3 Gated DeltaNet layers and 1 attention layer, 4 experts.
 PRESETS = {
+    # Four layers, attention in every second: extraction is copying, and a slot position finds
+    # its source in the prompt by content and offset, which attention does; a 1-in-4 pattern at
+    # this depth would leave that to one layer. Width 128: on 2 CPU cores a training step over
+    # ~5k tokens ran at 2.8k tokens/s against 2.3k for width 192 and 1.8k for 256 (measured back
+    # to back). One block and a context of 4096: the DispatchMessage canvas is 2,836 tokens and
+    # judgment prompts reach ~1,200.
+    "mini": dict(vocab_size=3072, hidden_size=128, num_hidden_layers=4, layer_types=[L, A, L, A],
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=32, linear_num_key_heads=2,
+                 linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32, num_experts=8,
+                 num_experts_per_tok=2, moe_intermediate_size=128, shared_expert_intermediate_size=128,
+                 partial_rotary_factor=0.5, max_position_embeddings=4096, block_size=4096),
     "tiny": dict(vocab_size=64, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=8, linear_num_key_heads=2, linear_num_value_heads=4,
                  linear_key_head_dim=8, linear_value_head_dim=8, num_experts=4, num_experts_per_tok=2,
@@ -146,6 +160,7 @@ PRESETS = {
 
 
 def preset(name: str, **overrides) -> ModelConfig:
+    """The named shape with `overrides` (token ids, vocabulary size, block size, ...)."""
     if name not in PRESETS:
-        raise KeyError(f"no preset {name!r}; have {sorted(PRESETS)}")
+        raise UsageError(f"no preset {name!r}; have {sorted(PRESETS)}")
     return ModelConfig(**{**PRESETS[name], **overrides})

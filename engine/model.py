@@ -36,6 +36,7 @@ from torch import nn
 from . import gated_delta
 from .cache import PrefixCache
 from .config import ModelConfig
+from .errors import UsageError
 
 MODES = ("causal", "block", "bidirectional")
 
@@ -337,9 +338,9 @@ class CloverModel(nn.Module):
     def _run(self, ids, mode: str, cache: PrefixCache | None = None, commit: bool | int = False,
              block_len: int | None = None, pad=None):
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+            raise UsageError(f"mode must be one of {MODES}, got {mode!r}")
         if mode != "causal" and self.config.mask_token_id is None:
-            raise ValueError("this checkpoint has no mask token (config.json mask_token_id, or a mask token "
+            raise UsageError("this checkpoint has no mask token (config.json mask_token_id, or a mask token "
                              "in tokenizer.json), so it can only run causally; it cannot denoise")
         if pad is None:
             pad = cache.pad if cache is not None else ids.new_zeros(ids.shape[0])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer as _HFTokenizer
 
-from clover_struct.errors import CheckpointError
+from .errors import CheckpointError
 
 # Names under which checkpoints spell their diffusion mask and padding tokens
 # (LLaDA, LLaDA2, SDAR, Dream, Fast-dLLM v2, ours); the ids are always looked up.

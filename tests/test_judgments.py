@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel
 
 from clover_struct import ExtractionError, SchemaError
-from clover_struct.judgments import decide, exactly_one, excludes, implies, predicate
+from clover_struct.linked import decide, exactly_one, excludes, implies, predicate
 from clover_struct.schemas.dispatch import Action, DispatchJudgments, judgment_rules_hold
 from test_decoder import tiny_model, without_prefill_step
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from clover_struct.errors import ExtractionError
-from clover_struct.judgments import decide, implies, predicate
+from clover_struct.linked import decide, implies, predicate
 from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.dispatch import DispatchJudgments, ends_soon, judgment_rules_hold, judgment_text
 

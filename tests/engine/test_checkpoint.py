@@ -102,7 +102,7 @@ def test_missing_shard(tiny, tmp_path):
     (None, "no config.json"),
     ("{not json", "not valid JSON"),
     ("[1, 2]", "expected a JSON object"),
-    ('{"model_type": "llama"}', "model_type 'llama' is not supported"),
+    ('{"model_type": "llama"}', "model_type 'llama' is not a family clover-struct reads"),
     ('{"model_type": "clover", "vocab_size": 10}', r"missing required keys \['hidden_size'"),
 ])
 def test_bad_config(saved, text, message):
