@@ -50,7 +50,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.twin import EngineTwin, OutlinesTwin  # noqa: E402
 from clover_struct import ExtractionError, extract_many, load_model  # noqa: E402
-from clover_struct.layout import build_canvas  # noqa: E402
+from clover_struct.schema_walk import build_canvas  # noqa: E402
 from clover_struct.schemas import DispatchMessage, NoFlyZone, Notam  # noqa: E402
 from training.evaluate import (EVAL_SEED, NOTAM_FIELDS, REAL_DEV, ZONE_FIELDS, fields_of,  # noqa: E402
                                real_reference, same, same_id)

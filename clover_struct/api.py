@@ -11,6 +11,7 @@ without tokenizer or mask token) raise at once.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from functools import cache
@@ -20,9 +21,10 @@ from typing import Any
 import torch
 
 from .constraints import compile_canvas
-from .decoder import Trace, alternatives, cost, decode
-from .errors import CheckpointError, CloverError, ExtractionError, SchemaError
-from .layout import build_canvas
+from .decoder import Trace, decode
+from .errors import CheckpointError, CloverError, ExtractionError, UsageError
+from .repair import finish
+from .schema_walk import build_canvas
 from .verbatim import for_text
 
 
@@ -77,9 +79,11 @@ def prepare(schema, model=None, max_tokens: int | None = None):
     model = model or default_model()
     cfg = model.config
     if model.tokenizer is None:
-        raise ValueError("this model has no tokenizer.json; extraction needs one")
+        raise UsageError(f"{model.source or 'this model'} has no tokenizer.json; extraction needs one: "
+                         "put the checkpoint's tokenizer.json in its directory")
     if cfg.mask_token_id is None or cfg.pad_token_id is None:
-        raise ValueError("this model has no mask or pad token, so it cannot denoise a canvas")
+        raise UsageError(f"{model.source or 'this model'} has no mask or pad token, so it cannot denoise a "
+                         "canvas; set mask_token_id and pad_token_id in its config.json")
     canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=cfg.mask_token_id,
                           pad_id=cfg.pad_token_id)
     canvas.check_fits(cfg.max_position_embeddings)
@@ -101,130 +105,47 @@ def encode_prompt(model, text, canvas, truncate: bool = False) -> list[int]:
     return prompt_ids(tok, tok.decode(tok.encode(text)[:keep]), canvas)[:room]
 
 
-def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:
-    if not known:
-        return {}
-    by_path = {s.path: i for i, s in enumerate(canvas.slots)}
-    out = {}
-    for path, value in known.items():
-        if path not in by_path:
-            raise KeyError(f"known: no field `{path}`; fields are {', '.join(by_path)}")
-        i = by_path[path]
-        ids = canvas.tokenizer.encode(canvas.slots[i].render(value))
-        if not automata[i].accepts(ids):
-            raise ValueError(f"known: {value!r} is not a value field `{path}` can hold")
-        out[i] = ids
+def field_paths(canvas) -> dict[str, list[int]]:
+    """Field path -> slot indices, under the canvas's own paths (`area<circle>.radius_unit`)
+    and the paths users write, without the variant marks (`area.radius_unit`)."""
+    out: dict[str, list[int]] = {}
+    for i, s in enumerate(canvas.slots):
+        out.setdefault(s.path, []).append(i)
+        plain = re.sub(r"<[^>]*>", "", s.path)
+        if plain != s.path:
+            out.setdefault(plain, []).append(i)
     return out
 
 
-def _slot_of(canvas, path: str) -> int | None:
-    """The slot of a field path; inside a one-slot union, the union's slot."""
-    return next((i for i, s in enumerate(canvas.slots)
-                 if s.path == path or s.union and path.startswith(s.path + ".")), None)
+def slot_of_path(canvas, path: str, what: str = "known") -> int:
+    """The slot a user's field path names; UsageError listing the close matches if none does."""
+    paths = field_paths(canvas)
+    if path not in paths:
+        near = difflib.get_close_matches(path, list(paths), n=4, cutoff=0.5)
+        hint = f"did you mean {', '.join(f'`{p}`' for p in near)}?" if near else \
+            f"the schema's fields include {', '.join(list(paths)[:6])}{', ...' if len(paths) > 6 else ''}"
+        raise UsageError(f"{what}: the schema has no field `{path}`; {hint}")
+    if len(paths[path]) > 1:
+        raise UsageError(f"{what}: `{path}` is a field of several variants; name one: "
+                         + ", ".join(f"`{canvas.slots[i].path}`" for i in paths[path]))
+    return paths[path][0]
 
 
-def _nearest(slot, value):
-    """The valid value closest to `value`: the last resort for a bounded number, or a
-    calendar date the regex lets through (February 29 of a common year, year 0000)."""
-    if slot.union and isinstance(value, dict):   # a one-slot union: mend each field that fails
-        fixed = dict(value)
-        for key, sub in slot.fields(value):
-            if sub.violation(value.get(key)):
-                fixed[key] = _nearest(sub, value.get(key))
-                if fixed[key] is None:   # (null breaks no check: nothing mends this field)
-                    return None
-        return fixed
-    if isinstance(value, str):
-        fixed = re.sub(r"^([0-9]{4})-02-29", r"\1-02-28", re.sub(r"^0000-", "0001-", value))
-        return fixed if fixed != value else None
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return None
-    step = 1e-6 if "\\." in (slot.pattern or "") else 1  # a float's pattern has a fraction
-    for c in slot.checks:
-        if c.op == "ge":
-            value = max(value, c.bound)
-        elif c.op == "gt":
-            value = max(value, c.bound + step)
-        elif c.op == "le":
-            value = min(value, c.bound)
-        elif c.op == "lt":
-            value = min(value, c.bound - step)
-    return int(value) if step == 1 else float(value)
-
-
-def _fallbacks(row, i):
-    """Next-best complete values of slot i: the model's, then the nearest valid one."""
-    yield from (ids for _, ids in alternatives(row, i))
-    canvas, s = row.canvas, row.canvas.slots[i]
-    try:
-        value = _nearest(s, s.value(canvas.slot_text(row.ids, i)))
-    except ExtractionError:
-        return
-    if value is not None:
-        ids = canvas.tokenizer.encode(s.render(value))
-        if row.automata[i].accepts(ids):
-            yield ids + [canvas.pad_id] * (s.budget - len(ids))
-
-
-def _finish(row) -> Any:
-    """Validate a decoded row, falling back to next-best values for fields that fail."""
-    canvas = row.canvas
-    tried: set[int] = set()
-    for _ in range(len(canvas.slots) + 1):  # each round repairs a different field
+def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:
+    if not known:
+        return {}
+    out = {}
+    for path, value in known.items():
+        i = slot_of_path(canvas, path)
         try:
-            for i, s in enumerate(canvas.slots):
-                if s.checked and not canvas.is_empty(row.ids, i):
-                    why = s.violation(s.value(canvas.slot_text(row.ids, i)))
-                    if why:
-                        raise ExtractionError(s.path, why)
-            return canvas.validate(row.ids)
-        except ExtractionError as e:
-            i = _slot_of(canvas, e.path)
-            if i is None:   # a check across fields (a model validator)
-                return _repair_record(row, e)
-            if i in tried or canvas.slots[i].kind == "choice":
-                raise
-            tried.add(i)
-            s = canvas.slots[i]
-            for alt in _fallbacks(row, i):
-                trial = row.ids[:s.start] + alt + row.ids[s.end:]
-                try:
-                    if s.violation(s.value(canvas.slot_text(trial, i))):
-                        continue
-                    canvas.validate(trial)   # also the schema's own checks of this field
-                except ExtractionError as other:
-                    if _slot_of(canvas, other.path) == i:
-                        continue   # still this field; another field's failure is the next round's
-                row.ids = trial
-                break
-            else:
-                raise ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
-    raise ExtractionError("", "could not produce a valid record")
-
-
-def _repair_record(row, error: ExtractionError, per_slot: int = 8, pops: int = 1024) -> Any:
-    """A check across fields failed: make the single-field change the model finds least
-    unlikely (its cost over the decoded value's) that gives a valid record, or re-raise.
-    Candidates: values of written slots made of tokens the model ranked there."""
-    canvas, best = row.canvas, None
-    for i, s in enumerate(canvas.slots):
-        if canvas.is_empty(row.ids, i):
-            continue
-        own = cost(row, i, row.ids[s.start:s.end])
-        for alt_cost, alt in alternatives(row, i, limit=per_slot, pops=pops, ranked_only=True):
-            if best is not None and alt_cost - own >= best[0]:
-                break   # best first: nothing later in this slot can do better
-            trial = row.ids[:s.start] + alt + row.ids[s.end:]
-            try:
-                record = canvas.validate(trial)
-            except ExtractionError:
-                continue
-            best = (alt_cost - own, trial, record)
-            break
-    if best is None:
-        raise error
-    row.ids = best[1]
-    return best[2]
+            ids = canvas.tokenizer.encode(canvas.slots[i].render(value))
+        except ValueError as e:
+            raise UsageError(f"known: {e}") from None
+        if not automata[i].accepts(ids):
+            raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
+                             "constraint allows (clover-struct schema SPEC prints them)")
+        out[i] = ids
+    return out
 
 
 def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, trace: bool = False,
@@ -253,7 +174,7 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
                       known=[k for _, _, k in batch], schedule=schedule, use_cache=use_cache)
         for (n, _, _), row in zip(batch, rows):
             try:
-                value = _finish(row)
+                value = finish(row)
             except ExtractionError as e:
                 value = e
             results[n] = (value, row.trace) if trace else value
@@ -276,4 +197,4 @@ def extract(text: str, schema, *, model=None, trace: bool = False, known: dict |
     return result
 
 
-__all__ = ["extract", "extract_many", "SchemaError", "ExtractionError"]
+__all__ = ["extract", "extract_many", "load_model"]

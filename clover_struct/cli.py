@@ -95,7 +95,7 @@ def load_model(directory: str | None, device: str | None = None):
 def canvas_of(schema, model, *, fit: bool = True):
     """The schema's canvas over the model's tokenizer (SchemaError if it cannot be laid out,
     or with `fit`, if it does not fit the model's context)."""
-    from .layout import build_canvas
+    from .schema_walk import build_canvas
 
     cfg = model.config
     if model.tokenizer is None or cfg.mask_token_id is None or cfg.pad_token_id is None:

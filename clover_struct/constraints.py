@@ -24,63 +24,12 @@ import weakref
 
 import numpy as np
 
-from clover_struct.errors import SchemaError
-from clover_struct.layout import Canvas, Slot
+from .errors import SchemaError
+from .vocab import END, outlines_vocabulary, per_tokenizer, unit_starts
 
 DEAD = -1               # the state after a token the slot cannot take
 _FAR = 1 << 30          # distance of a state that cannot reach a final state
-# outlines-core 0.2.14 drops every token that leads from a final state to a non-final
-# one (with tokens a, b, `a(?:bc)?` cannot go on with b after a; a float cannot take a
-# lone "."). So each pattern is compiled followed by the byte 0x01, which no value
-# contains: no state of the pattern itself is final, and a state is final iff it can
-# take `_END`, a token id of our own that spells 0x01.
-_END = 2**31 - 2
-
-_VOCABS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()     # tokenizer -> {(pad, mask): ...}
-_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()     # tokenizer -> {key: _Tables}
 _COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # canvas -> [SlotAutomaton|ChoiceSet]
-
-
-def _vocabulary(tokenizer, pad: int, mask: int):
-    """(outlines-core Vocabulary, {bytes: ids}) of `tokenizer`: pad is the end token, special
-    tokens are left out, and the byte 0x01 also spells `_END`, the end-of-value sentinel."""
-    per = _VOCABS.setdefault(tokenizer, {})
-    if (pad, mask) not in per:
-        from outlines_core import Vocabulary
-        banned = set(tokenizer.special_ids) | {tokenizer.mask_id, tokenizer.pad_id, tokenizer.eos_id, pad, mask}
-        vmap = {b: ids for b, ids in ((b, [i for i in ids if i not in banned])
-                                      for b, ids in tokenizer.vocabulary_map().items()) if ids}
-        with_end = {**vmap, b"\x01": vmap.get(b"\x01", []) + [_END]}
-        per[pad, mask] = Vocabulary(pad, with_end), vmap
-    return per[pad, mask]
-
-
-def _unit_starts(tokenizer, vmap: dict, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Characters each token starts inside a JSON string, for each entry flag.
-
-    Flag f = 2*inside + after_backslash. A character starts at a byte inside the
-    quotes that is not a UTF-8 continuation byte, not the letter of an escape and not
-    the closing quote, so `\\"` and `é` count one each and `null` counts none.
-    Returns (starts[f, token], exit_flag[f, token]); cached per tokenizer.
-    """
-    cache = _TABLES.setdefault(tokenizer, {})
-    if ("starts", vocab_size) not in cache:
-        data = np.full((vocab_size, max(map(len, vmap))), -1, np.int16)   # -1: past the token's end
-        for b, ids in vmap.items():
-            data[ids, :len(b)] = np.frombuffer(b, np.uint8)
-        starts = np.zeros((4, vocab_size), np.int16)
-        inside = np.repeat(np.array([[0], [0], [1], [1]], bool), vocab_size, 1)
-        escape = np.repeat(np.array([[0], [1], [0], [1]], bool), vocab_size, 1)
-        for col in data.T:                                      # V: tokens, one byte column at a time
-            real = col >= 0
-            quote, slash, cont = col == 0x22, col == 0x5C, (col >= 0x80) & (col < 0xC0)
-            letter = real & escape
-            count = real & inside & ~letter & ~quote & ~cont
-            starts += count
-            escape = np.where(real, count & slash, escape)
-            inside = np.where(real & ~letter & quote, ~inside, inside)
-        cache["starts", vocab_size] = (starts, 2 * inside + escape)
-    return cache["starts", vocab_size]
 
 
 class _Tables:
@@ -97,7 +46,7 @@ class _Tables:
     def __init__(self, pattern: str, tokenizer, vocab_size: int, path: str, pad: int, mask: int,
                  length: tuple[int, int | None] | None = None, inside: bool = True):
         from outlines_core import Index
-        vocabulary, vmap = _vocabulary(tokenizer, pad, mask)
+        vocabulary, vmap = outlines_vocabulary(tokenizer, pad, mask)
         try:
             index = Index(f"(?:{pattern})\\x01", vocabulary)
         except (ValueError, RuntimeError) as e:
@@ -117,7 +66,7 @@ class _Tables:
             keep = (toks != pad) & (toks < vocab_size)
             q = np.searchsorted(names, s)
             self.table[q, toks[keep]] = targets[keep]
-            base_final[q] = _END in row
+            base_final[q] = END in row
         q0 = int(np.searchsorted(names, index.get_initial_state()))
         base_final[self.done] = True
         self.table[base_final, pad] = self.done
@@ -141,7 +90,7 @@ class _Tables:
 
     def _flags(self, tokenizer, vmap: dict, q0: int, inside: bool) -> np.ndarray | None:
         """The entry flag (inside quotes, after a backslash) of each base state, None if ambiguous."""
-        self.starts, exits = _unit_starts(tokenizer, vmap, self.vocab_size)
+        self.starts, exits = unit_starts(tokenizer, vmap, self.vocab_size)
         flag, todo = np.full(len(self.table), -1), [q0]
         flag[q0] = 2 * inside
         while todo:
@@ -205,9 +154,9 @@ class _Tables:
         return (key, *self.cache[key])
 
 
-def _tables(slot: Slot, tokenizer, vocab_size: int, pad: int, mask: int) -> _Tables:
+def _tables(slot, tokenizer, vocab_size: int, pad: int, mask: int) -> _Tables:
     """The tables of a slot's pattern, shared by every slot with the same pattern and length."""
-    cache = _TABLES.setdefault(tokenizer, {})
+    cache = per_tokenizer(tokenizer)
     key = (slot.pattern, slot.length, slot.json_kind == "string", vocab_size, pad, mask)
     if key not in cache:
         cache[key] = _Tables(slot.pattern, tokenizer, vocab_size, slot.path, pad, mask, slot.length,
@@ -223,7 +172,7 @@ class SlotAutomaton:
     may be absent) also allows pad from the initial state: an empty slot.
     """
 
-    def __init__(self, slot: Slot, tables: _Tables):
+    def __init__(self, slot, tables: _Tables):
         self.slot, self.budget, self._t = slot, slot.budget, tables
         self.pad_id, self.initial = tables.pad, tables.initial
 
@@ -299,7 +248,7 @@ class ChoiceSet:
     `allow_empty=True` an all-pad row (the absent slot) is added last.
     """
 
-    def __init__(self, slot: Slot, pad_id: int):
+    def __init__(self, slot, pad_id: int):
         self.slot, self.budget, self.pad_id, self.texts = slot, slot.budget, pad_id, slot.choices
         self.ids = np.full((len(slot.choices), slot.budget), pad_id, np.int64)
         for row, toks in zip(self.ids, slot.choice_ids):
@@ -339,7 +288,7 @@ class ChoiceSet:
         return self.slot.violation(value)
 
 
-def compile_slot(slot: Slot, tokenizer, *, vocab_size: int | None = None, pad_id: int | None = None,
+def compile_slot(slot, tokenizer, *, vocab_size: int | None = None, pad_id: int | None = None,
                  mask_id: int | None = None) -> SlotAutomaton | ChoiceSet:
     """The automaton or candidate set of one slot; SchemaError if no value fits its budget.
 
@@ -358,7 +307,7 @@ def compile_slot(slot: Slot, tokenizer, *, vocab_size: int | None = None, pad_id
     return auto
 
 
-def compile_canvas(canvas: Canvas, tokenizer=None, *, vocab_size: int | None = None
+def compile_canvas(canvas, tokenizer=None, *, vocab_size: int | None = None
                    ) -> list[SlotAutomaton | ChoiceSet]:
     """One automaton or candidate set per slot, aligned with `canvas.slots`, cached per canvas.
 
@@ -373,7 +322,7 @@ def compile_canvas(canvas: Canvas, tokenizer=None, *, vocab_size: int | None = N
     return per_canvas[key]
 
 
-def slot_value(canvas: Canvas, ids, slot: int):
+def slot_value(canvas, ids, slot: int):
     """The decoded value of one filled slot and the first check it fails: (value, reason or None).
 
     Raises ExtractionError if the slot's text is not a JSON value of its kind.

@@ -16,23 +16,27 @@ undecided group absent (its slots are padded at once, and so are the later
 items of its list); a value token makes it and its enclosing groups present
 (and, for items, the items before it). A variant is decided by its tag.
 
-Knows nothing of pydantic or text: canvases, automata and a model in, token ids
-and statistics out. The model is anything with `prefill`, `step`, `commit`; one with
-`prefill_step` too encodes the prompts, or commits the blocks before, in each block's
-first step (`first_step`: a record settled in one step then costs one forward pass, not two).
+Knows nothing of pydantic or text: canvases, automata and a model in, a `Decoded`
+per canvas out (its ids, the trace, the alternatives the model ranked at each
+position, for repair.py). The model is anything with the engine's interface
+(engine/interface.py: `prefill`, `step`, `commit`); one with `prefill_step` too
+encodes the prompts, or commits the blocks before, in each block's first step, so a
+record settled in one step costs one forward pass, not two.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import time
-from functools import lru_cache
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 import torch
 
-UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top TOP
+from .engine.interface import DenoisingModel
+from .errors import UsageError
+
 TOP = 8  # alternatives remembered per position, for fallbacks when a value fails its checks
 _TORCH_MASKS: dict[int, tuple] = {}  # id(numpy mask) -> (the mask, kept alive; its torch copy)
 
@@ -52,6 +56,18 @@ class Trace:
     @property
     def tokens_per_forward(self) -> float:
         return self.tokens_committed / max(self.steps, 1)
+
+
+@dataclass
+class Decoded:
+    """One canvas, decoded: what `decode` returns per canvas."""
+    canvas: Any                  # the layout.Canvas
+    automata: list               # per slot: its automaton (bound to the text) or ChoiceSet
+    ids: list[int]               # the filled canvas
+    trace: Trace
+    # canvas position -> (log-probs, token ids) the model ranked highest there when the
+    # position was decided: a choice slot's candidates' tokens, else the top TOP
+    top: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=64)
@@ -213,7 +229,7 @@ def _pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
     return int((logprobs.double() / temperature - torch.log(-torch.log(u))).argmax())
 
 
-def _choice_scores(row: _Row, i, lp, block_end):
+def _choice_scores(row: _Row, i, lp):
     """Candidates of choice slot i and their summed log-probs over the slot's positions in the
     block. The candidates' tokens' log-probs are remembered per position (row.top), so a
     later repair can price the other candidates."""
@@ -231,7 +247,7 @@ def _choice_scores(row: _Row, i, lp, block_end):
     return cands, scores.float()
 
 
-def _next_logprobs(row: _Row, i, lp, block_end):
+def _next_logprobs(row: _Row, i, lp):
     """Log-probs of slot i's next position, with the tokens it may not take at -inf."""
     started = time.perf_counter()
     masked = lp[row.canvas.slots[i].start + row.filled[i]].masked_fill(~row.allowed(i), -math.inf)
@@ -239,19 +255,19 @@ def _next_logprobs(row: _Row, i, lp, block_end):
     return masked
 
 
-def _confidence(row: _Row, i, lp, block_end) -> float:
+def _confidence(row: _Row, i, lp) -> float:
     """How sure the model is of slot i's next decision (for the one-token-per-step schedule)."""
     if row.canvas.slots[i].kind == "choice":
-        return float(_choice_scores(row, i, lp, block_end)[1].softmax(0).max())
-    masked = _next_logprobs(row, i, lp, block_end)
+        return float(_choice_scores(row, i, lp)[1].softmax(0).max())
+    masked = _next_logprobs(row, i, lp)
     return float((masked - masked.logsumexp(0)).max().exp())
 
 
-def _pick_viable(row: _Row, i, lp, block_end, temperature, generator):
+def _pick_viable(row: _Row, i, lp, temperature, generator):
     """Slot i's next token and the log-probs it was picked from. A verbatim slot's pick is
     passed over while no whole piece of the text can follow it; with none left, the slot
     gives up the copy (its pattern alone decides) and picks again."""
-    masked = _next_logprobs(row, i, lp, block_end)
+    masked = _next_logprobs(row, i, lp)
     token, a = _pick(masked, temperature, generator), row.automata[i]
     if not hasattr(a, "viable"):
         return token, masked
@@ -260,7 +276,7 @@ def _pick_viable(row: _Row, i, lp, block_end, temperature, generator):
         masked[token] = -math.inf
         if not torch.isfinite(masked).any():
             row.state[i] = a.release(row.state[i])
-            masked = _next_logprobs(row, i, lp, block_end)
+            masked = _next_logprobs(row, i, lp)
         token = _pick(masked, temperature, generator)
     row.trace.constraint_seconds += time.perf_counter() - started
     return token, masked
@@ -270,7 +286,7 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
     """Commit slot i's next token, then more while confident. lp: the row's _Logprobs."""
     s = row.canvas.slots[i]
     if s.kind == "choice":
-        cands, scores = _choice_scores(row, i, lp, block_end)
+        cands, scores = _choice_scores(row, i, lp)
         best = _pick(scores, temperature, generator)
         prob = float(scores.softmax(0)[best])
         for t in cands[best]:
@@ -283,7 +299,7 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         return
     first = True
     while not row.done[i] and s.start + row.filled[i] < block_end:
-        token, masked = _pick_viable(row, i, lp, block_end, temperature, generator)
+        token, masked = _pick_viable(row, i, lp, temperature, generator)
         prob = math.exp(float(masked[token] - masked.logsumexp(0)))  # confidence under the constraint
         if not first and prob < threshold:
             break
@@ -293,28 +309,97 @@ def _decode_slot(row: _Row, i, lp, block_end, step, threshold, temperature, gene
         first = False
 
 
-def first_step(model, history, block_ids, lengths=None, *, at=None, cache=None):
-    """The prefix cache extended by `history` (the prompts, or with `cache` the canvas
-    decoded since it was last extended), the logits of the first step over `block_ids`, and
-    the forward passes that took: one where the model has `prefill_step`, else two."""
-    if hasattr(model, "prefill_step"):
-        return (*model.prefill_step(history, block_ids, lengths, at=at, cache=cache), 1)
-    if cache is None:
-        cache, _ = model.prefill(history, lengths=lengths)
-    else:
-        model.commit(history, cache)
-    return cache, model.step(block_ids, cache, at=at), 2
+class _History:
+    """What the model has encoded of each row besides the block being denoised: the prompt
+    and the blocks finished before it. With `use_cache` they live in the model's prefix
+    cache, extended in each block's first step; without it (the baseline benchmarks compare
+    with) they are encoded again, with the block, at every step. One step function
+    either way: `logits`."""
+
+    def __init__(self, model: DenoisingModel, prompts: list[list[int]], use_cache: bool):
+        self.model, self.use_cache, self.device = model, use_cache, model.device
+        P, pad = max(map(len, prompts)), model.config.pad_token_id or 0
+        self.prompts = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=self.device)
+        self.lengths = torch.tensor([len(p) for p in prompts], device=self.device)
+        self.cache, self.held, self.cached_to = None, [], 0   # the cache holds rows `held`, canvas[:cached_to]
+        self.view, self.view_rows = None, None                # the cache cut to the rows of the last step
+
+    def _ids(self, rows, which, start, end) -> torch.Tensor:
+        return torch.tensor([rows[n].ids[start:end] for n in which], dtype=torch.long, device=self.device)
+
+    def _first(self, history, block, lengths, at, cache=None):
+        """The first step of a block: `history` encoded (into `cache`, or a new one) and the
+        block's logits, in one pass where the model has prefill_step; and the passes it took."""
+        if hasattr(self.model, "prefill_step"):
+            return (*self.model.prefill_step(history, block, lengths, at=at, cache=cache), 1)
+        if cache is None:
+            cache, _ = self.model.prefill(history, lengths=lengths)
+        else:
+            self.model.commit(history, cache)
+        return cache, self.model.step(block, cache, at=at), 2
+
+    def logits(self, rows, live, start, end, at, first) -> tuple[torch.Tensor, dict[int, int]]:
+        """Log-prob inputs for one step: the logits at `at` (rows indexing `live`, columns of
+        the block [start, end)), and the forward passes beyond this step's one charged to
+        each row (the history encoded in a separate pass, or a finished block committed)."""
+        if not self.use_cache:
+            index = torch.tensor(live, device=self.device)
+            history = torch.cat([self.prompts[index], self._ids(rows, live, 0, start)], 1)
+            _, logits, passes = self._first(history, self._ids(rows, live, start, end), self.lengths[index] + start, at)
+            return logits, {n: passes - 1 for n in live}
+        if first:   # extend the cache by the prompts, or by the canvas finished since, for every unfinished row
+            need = [n for n, r in enumerate(rows) if not all(r.done)]
+            history, lengths, cache = self._ids(rows, need, self.cached_to, start), None, None
+            if self.cache is None:
+                history, lengths = torch.cat([self.prompts[need], history], 1), self.lengths[need] + start
+            else:
+                cache = self.cache if need == self.held else self.cache.select([self.held.index(n) for n in need])
+            index = torch.tensor([need.index(n) for n in live], device=self.device)
+            self.cache, logits, passes = self._first(history, self._ids(rows, need, start, end), lengths,
+                                                     (index[at[0]], at[1]), cache)
+            self.held, self.cached_to, self.view, self.view_rows = need, start, self.cache, need
+            return logits, {n: passes - (n in live) for n in need}
+        if live != self.view_rows:   # cut the cache only when the set of rows changes
+            self.view, self.view_rows = self.cache.select([self.held.index(n) for n in live]), live
+        return self.model.step(self._ids(rows, live, start, end), self.view, at=at), {}
 
 
 SCHEDULES = ("joint", "sequential", "one_token")
 
 
+def _start(canvases, automata, known) -> list[_Row]:
+    """A row per canvas, the known values written in."""
+    rows = [_Row(c, a) for c, a in zip(canvases, automata)]
+    for row, fixed in zip(rows, known or [{}] * len(rows)):
+        for i, toks in sorted(fixed.items()):
+            for t in list(toks) + [row.canvas.pad_id] * (row.canvas.slots[i].budget - len(toks)):
+                if not row.done[i]:
+                    row.put(i, t, 1.0, 0)
+            if row.canvas.slots[i].kind == "choice":
+                row.select_variants(i, 0)
+    return rows
+
+
+def _commit(r: _Row, lp, block_start, block_end, step, schedule, threshold, temperature, generator) -> None:
+    """One step of one row: its slots in the block decide, as the schedule says."""
+    before = r.trace.tokens_committed
+    slots, limit = r.next_slots(block_start, block_end), threshold
+    if schedule == "sequential":
+        slots = slots[:1]
+    elif schedule == "one_token":
+        slots, limit = [max(slots, key=lambda i: _confidence(r, i, lp))], math.inf
+    for i in slots:
+        if not r.done[i]:  # a group decision earlier in this step may have settled it
+            _decode_slot(r, i, lp, block_end, step, limit, temperature, generator)
+    r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
+
+
 @torch.no_grad()
-def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: float = 0.9,
+def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, *, threshold: float = 0.9,
            temperature: float = 0.0, generator: torch.Generator | None = None,
            block_size: int | None = None, known: list[dict] | None = None,
-           schedule: str = "joint", use_cache: bool = True) -> list[_Row]:
-    """Fill every canvas; returns the rows (ids, trace, per-position alternatives).
+           schedule: str = "joint", use_cache: bool = True) -> list[Decoded]:
+    """Fill every canvas; a Decoded per canvas (ids, trace, the alternatives ranked per position).
 
     prompts: token ids per canvas (any lengths); canvases: same layout length;
     automata[b][i]: the SlotAutomaton or ChoiceSet of slot i of canvas b;
@@ -327,130 +412,42 @@ def decode(model, prompts: list[list[int]], canvases, automata, *, threshold: fl
     prompt and the finished blocks at every step instead of reading the prefix cache.
     """
     if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    device = model.device
-    rows = [_Row(c, a) for c, a in zip(canvases, automata)]
-    for row, fixed in zip(rows, known or [{}] * len(rows)):
-        for i, toks in sorted(fixed.items()):
-            for t in list(toks) + [row.canvas.pad_id] * (row.canvas.slots[i].budget - len(toks)):
-                if not row.done[i]:
-                    row.put(i, t, 1.0, 0)
-            if row.canvas.slots[i].kind == "choice":
-                row.select_variants(i, 0)
-    P = max(len(p) for p in prompts)
-    pad = model.config.pad_token_id or 0
-    prompt_ids = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=device)
-    lengths = torch.tensor([len(p) for p in prompts], device=device)
-    # With use_cache, `cache` holds the prompt and canvas[:cached_to] of the rows in `held`
-    # (in its order); a block's first step extends it (first_step) and drops the rows
-    # with nothing left to decode.
-    cache, held, cached_to = None, [], 0
+        raise UsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    rows = _start(canvases, automata, known)
+    history = _History(model, prompts, use_cache)
     step = 0
     for block_start, block_end in canvases[0].spans(block_size or model.config.block_size):
         first = True
         while live := [n for n, r in enumerate(rows) if r.next_slots(block_start, block_end)]:
             wanted = [rows[n].wanted(block_start, block_end) for n in live]
-            at = (torch.tensor([j for j, w in enumerate(wanted) for _ in w], device=device),
-                  torch.tensor([p - block_start for w in wanted for p in w], device=device))
-            if use_cache and first:   # the block's first step also extends the cache
-                need = [n for n, r in enumerate(rows) if not all(r.done)]
-                history = torch.tensor([rows[n].ids[cached_to:block_start] for n in need], dtype=torch.long,
-                                       device=device)
-                if cache is None:   # the prompts first
-                    history, hist_lengths = torch.cat([prompt_ids[need], history], 1), lengths[need] + block_start
-                else:
-                    cache = cache if need == held else cache.select([held.index(n) for n in need])
-                    hist_lengths = None
-                ids = torch.tensor([rows[n].ids[block_start:block_end] for n in need], device=device)
-                index = torch.tensor([need.index(n) for n in live], device=device)
-                cache, logits, passes = first_step(model, history, ids, hist_lengths, at=(index[at[0]], at[1]),
-                                                   cache=cache)
-                held, cached_to, rows_cache, live_before = need, block_start, cache, need
-                for n in need:   # (a live row counts its step below)
-                    rows[n].trace.forward_passes += passes - (n in live)
-            elif use_cache:
-                if live != live_before:  # re-slice the cache only when the set of rows changes
-                    rows_cache, live_before = cache.select([held.index(n) for n in live]), live
-                ids = torch.tensor([rows[n].ids[block_start:block_end] for n in live], device=device)
-                logits = model.step(ids, rows_cache, at=at)
-            else:
-                index = torch.tensor(live, device=device)
-                ids = torch.tensor([rows[n].ids[:block_end] for n in live], device=device)
-                hidden = model.hidden(torch.cat([prompt_ids[index], ids], 1), "block",
-                                      block_len=block_end - block_start, pad=P - lengths[index])
-                logits = model.lm_head(hidden[:, -(block_end - block_start):][at])
+            at = (torch.tensor([j for j, w in enumerate(wanted) for _ in w], device=model.device),
+                  torch.tensor([p - block_start for w in wanted for p in w], device=model.device))
+            logits, extra = history.logits(rows, live, block_start, block_end, at, first)
             first = False
+            for n, passes in extra.items():
+                rows[n].trace.forward_passes += passes
             packed = torch.log_softmax(logits.float(), -1).cpu()
             step += 1
             begin = 0
             for n, w in zip(live, wanted):
                 lp, begin = _Logprobs(packed[begin:begin + len(w)], w), begin + len(w)
-                r = rows[n]
-                before = r.trace.tokens_committed
-                r.trace.forward_passes += 1
-                r.trace.steps += 1
-                slots, limit = r.next_slots(block_start, block_end), threshold
-                if schedule == "sequential":
-                    slots = slots[:1]
-                elif schedule == "one_token":
-                    slots, limit = [max(slots, key=lambda i: _confidence(r, i, lp, block_end))], math.inf
-                for i in slots:
-                    if not r.done[i]:  # a group decision earlier in this step may have settled it
-                        _decode_slot(r, i, lp, block_end, step, limit, temperature, generator)
-                r.trace.tokens_per_step.append(r.trace.tokens_committed - before)
-    return rows
+                rows[n].trace.forward_passes += 1
+                rows[n].trace.steps += 1
+                _commit(rows[n], lp, block_start, block_end, step, schedule, threshold, temperature, generator)
+    return [Decoded(r.canvas, r.automata, r.ids, r.trace, r.top) for r in rows]
 
 
-def _scores(row: _Row, position: int) -> tuple[dict[int, float], float]:
-    """The remembered log-probs at a position, and the score of a token not among them."""
-    values, ids = row.top.get(position, ([], []))
-    ranked = {t: v for v, t in zip(values, ids) if math.isfinite(v)}
-    return ranked, min(ranked.values(), default=0.0) - UNRANKED
-
-
-def cost(row: _Row, i, seq) -> float:
-    """How unlikely the model rated `seq` as slot i's tokens (minus its summed log-probs),
-    on the scale `alternatives` orders by; pads after the first count nothing."""
-    total, pad = 0.0, row.canvas.pad_id
-    for k, t in enumerate(seq):
-        ranked, floor = _scores(row, row.canvas.slots[i].start + k)
-        total -= ranked.get(t, floor)
-        if t == pad:
-            break
-    return total
-
-
-def alternatives(row: _Row, i, limit: int = 64, pops: int = 4096, ranked_only: bool = False):
-    """Other complete token sequences for slot i, best first, as (cost, tokens), each accepted
-    by the slot's automaton: the fallbacks tried when the decoded value fails a check a regex
-    cannot express. A token scores its remembered log-prob at that position; tokens the
-    model did not rank in its top few score below all of those (UNRANKED), so every
-    value the automaton accepts is reachable, likely ones first; ranked_only: only the
-    tokens the model ranked, where it ranked any, and the end of the value (a much smaller search)."""
-    s, a, pad = row.canvas.slots[i], row.automata[i], row.canvas.pad_id
-    if row.state[i] is None:  # a choice slot: its other candidates
-        current = row.ids[s.start:s.end]
-        yield from sorted((cost(row, i, c), c) for c in row.choices(i) if c != current)[:limit]
-        return
-    # Entries hold the state BEFORE their last token: the automaton steps only for the
-    # sequences popped, not for every token pushed.
-    heap = [(0.0, (), a.initial)]
-    found = 0
-    while heap and found < limit and pops > 0:
-        pops -= 1
-        total, seq, state = heapq.heappop(heap)
-        k = len(seq)
-        if k == s.budget or (seq and seq[-1] == pad):
-            out = list(seq) + [pad] * (s.budget - k)
-            if out != row.ids[s.start:s.end]:
-                found += 1
-                yield total, out
-            continue
-        if seq:
-            state = a.next(state, seq[-1])
-        ranked, floor = _scores(row, s.start + k)
-        tokens = a.allowed(state, s.budget - k).tolist()
-        if ranked_only and ranked:   # a position never scored keeps every token
-            tokens = [t for t in tokens if t in ranked or t == pad]
-        for t in tokens:
-            heapq.heappush(heap, (total - ranked.get(t, floor), seq + (t,), state))
+@torch.no_grad()
+def score_choices(model: DenoisingModel, prompt: list[int], canvas, automata, ids: list[int]):
+    """Every slot of a canvas of choice slots scored in one forward pass, as the decoder's
+    first step scores choice slots: per slot, each candidate's summed log-probs over its
+    positions, given `ids` (known values written in, the rest masked). Returns the scores
+    and the forward passes taken."""
+    row = _Row(canvas, automata)
+    row.ids = list(ids)
+    positions = [p for s in canvas.slots for p in range(s.start, s.end)]
+    at = (torch.zeros(len(positions), dtype=torch.long, device=model.device),
+          torch.tensor(positions, device=model.device))
+    logits, extra = _History(model, [prompt], True).logits([row], [0], 0, len(canvas), at, True)
+    lp = _Logprobs(torch.log_softmax(logits.float(), -1).cpu(), positions)
+    return [_choice_scores(row, i, lp)[1] for i in range(len(canvas.slots))], 1 + extra.get(0, 0)

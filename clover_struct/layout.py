@@ -31,7 +31,8 @@ decoded one after the other, each seeing the ones before as history (`Canvas.blo
 so the slots of item k can find their place in the text after what item k-1 copied.
 Plain data: knows nothing of torch, of models, or of token automata (that is
 constraints.py); the tokenizer only encodes fixed text and choices, and reads
-token bytes back. The JSON Schema walk that builds a canvas is schema_walk.py.
+token bytes back. The JSON Schema walk that builds a canvas is schema_walk.py
+(`build_canvas`).
 """
 
 from __future__ import annotations
@@ -39,30 +40,13 @@ from __future__ import annotations
 import datetime
 import json
 import operator
-import weakref
 from collections import namedtuple
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from clover_struct.errors import ExtractionError, SchemaError
+from .errors import ExtractionError, SchemaError
+from .patterns import FLOAT_FRACTION_DIGITS
 
-DEFAULT_STRING_TOKENS = 24  # budget of a string without max_length
-INT_DIGITS = 12             # digits of an integer not bounded on both sides
-FLOAT_INT_DIGITS = 9        # integer digits of such a float
-FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in degrees)
-
-SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescaped
-CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])'    # a character of JSON string content
-_DATE = (r"[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
-         r"|02-(?:0[1-9]|1[0-9]|2[0-9]))")   # leap years and year 0000: a format check
-_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"
-_HEX = "[0-9a-fA-F]"
-FORMATS = {  # format -> (content regex, longest text); whole seconds only
-    "date": (_DATE, 10), "time": (_TIME, 14), "date-time": (f"{_DATE}T{_TIME}", 25),
-    "uuid": (f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}", 36)}
-_NO_FORMATS = {"binary": "bytes cannot be laid out; use str",
-               "duration": "timedelta cannot be laid out; use an int number of seconds"}
 _OPS = {"ge": operator.ge, "gt": operator.gt, "le": operator.le, "lt": operator.lt,
         "min_length": operator.ge, "max_length": operator.le}
 
@@ -199,11 +183,11 @@ class Group:
     tags: tuple[str, ...] = ()   # variant: selector texts that make it present
 
 
-# The layout tree parse and fill walk; a leaf is a slot index.
-_Object = namedtuple("_Object", "fields")            # ((key, node), ...)
-_List = namedtuple("_List", "items nullable")         # ((group, node), ...)
-_Optional = namedtuple("_Optional", "group node")
-_Union = namedtuple("_Union", "key selector variants")   # variants: ((group, _Object), ...)
+# The layout tree that parse and fill walk; a leaf is a slot index.
+ObjectNode = namedtuple("ObjectNode", "fields")                  # ((key, node), ...)
+ListNode = namedtuple("ListNode", "items nullable")              # ((group, node), ...)
+OptionalNode = namedtuple("OptionalNode", "group node")
+UnionNode = namedtuple("UnionNode", "key selector variants")     # variants: ((group, ObjectNode), ...)
 _EMPTY = object()   # fill: an all-pad slot
 
 
@@ -275,13 +259,13 @@ class Canvas:
         def walk(node):
             if isinstance(node, int):
                 return self.slots[node].value(self.slot_text(ids, node))
-            if isinstance(node, _Object):
+            if isinstance(node, ObjectNode):
                 return {k: walk(n) for k, n in node.fields}
-            if isinstance(node, _List):
+            if isinstance(node, ListNode):
                 items = [walk(n) for g, n in node.items
                          if self.groups[g].required or self.is_present(ids, g)]
                 return None if node.nullable and not items else items
-            if isinstance(node, _Optional):
+            if isinstance(node, OptionalNode):
                 return walk(node.node) if self.is_present(ids, node.group) else None
             tag, selector = self.slot_text(ids, node.selector), self.slots[node.selector]
             for g, obj in node.variants:
@@ -321,17 +305,17 @@ class Canvas:
                 return [put(i, _EMPTY) for i in self.groups[node].slots]
             if isinstance(node, int):
                 return put(node, value)
-            if isinstance(node, _Object):
+            if isinstance(node, ObjectNode):
                 if not isinstance(value, dict):
                     raise ValueError(f"field `{path}` needs an object, got {value!r}")
                 return [walk(n, value.get(k), f"{path}.{k}".lstrip(".")) for k, n in node.fields]
-            if isinstance(node, _List):
+            if isinstance(node, ListNode):
                 value = value or []
                 if len(value) > len(node.items):
                     raise ValueError(f"field `{path}` holds at most {len(node.items)} items")
                 return [walk(n, value[k], f"{path}[{k}]") if k < len(value) else walk(g, _EMPTY, path)
                         for k, (g, n) in enumerate(node.items)]
-            if isinstance(node, _Optional):
+            if isinstance(node, OptionalNode):
                 return walk(node.node, value, path) if value is not None else walk(node.group, _EMPTY, path)
             put(node.selector, None if value is None else value.get(node.key))
             tag = json.dumps(None if value is None else value.get(node.key), ensure_ascii=False)
@@ -366,32 +350,3 @@ class Canvas:
     __str__ = describe
 
 
-_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
-
-
-def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,
-                 mask_id: int | None = None, pad_id: int | None = None) -> Canvas:
-    """Lay out a pydantic model class or a JSON Schema (dict or .json path) over `tokenizer`.
-
-    `max_tokens`: budget of strings without max_length (default 24). `context`: the most
-    tokens the canvas may take (SchemaError beyond). Cached per (schema, tokenizer, options).
-    """
-    from clover_struct.schema_walk import Builder
-
-    mask_id = tokenizer.mask_id if mask_id is None else mask_id
-    pad_id = tokenizer.pad_id if pad_id is None else pad_id
-    if mask_id is None or pad_id is None or mask_id == pad_id:
-        raise ValueError("the canvas needs distinct mask and pad tokens; pass mask_id= and pad_id=")
-    model = schema if isinstance(schema, type) and hasattr(schema, "model_json_schema") else None
-    if isinstance(schema, (str, Path)):
-        schema = json.loads(Path(schema).read_text())
-    if model is None and not isinstance(schema, dict):
-        raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema")
-    cache = _CACHE.setdefault(tokenizer, {})
-    key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id)
-    if key not in cache:
-        raw = model.model_json_schema() if model else schema
-        cache[key] = Builder(raw, tokenizer, max_tokens or DEFAULT_STRING_TOKENS).build(model, mask_id, pad_id)
-    if context is not None:
-        cache[key].check_fits(context)
-    return cache[key]

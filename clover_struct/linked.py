@@ -25,8 +25,8 @@ from typing import Any, Callable
 import torch
 
 from .api import encode_prompt, prepare
-from .decoder import Trace, first_step
-from .errors import ExtractionError, SchemaError
+from .decoder import Trace, score_choices
+from .errors import ExtractionError, SchemaError, UsageError
 
 MAX_LINKED = 8
 MAX_ASSIGNMENTS = 1 << 16
@@ -83,7 +83,8 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
     known = known or {}
     unknown = set(known) - {s.path for s in slots}
     if unknown:
-        raise KeyError(f"known: no field {sorted(unknown)}; fields are {', '.join(s.path for s in slots)}")
+        raise UsageError(f"known: no field {', '.join(sorted(unknown))}; the fields are "
+                         f"{', '.join(s.path for s in slots)}")
 
     values = [[choice.value(i) for i in range(len(choice.texts))] for choice in sets]
     given = {}  # slot index -> the known value's candidate index
@@ -91,18 +92,16 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
         if s.path in known:
             want = known[s.path].value if hasattr(known[s.path], "value") else known[s.path]
             if want not in values[i]:
-                raise ValueError(f"known: {want!r} is not a value of `{s.path}` ({values[i]})")
+                raise UsageError(f"known: {want!r} is not a value of `{s.path}`; give one of {values[i]}")
             given[i] = values[i].index(want)
     ids = list(canvas.ids)   # the known values written in, for the model to read; the rest masked
     for i, k in given.items():
         ids[slots[i].start:slots[i].end] = sets[i].ids[k].tolist()
 
-    prompt = torch.tensor([encode_prompt(model, text, canvas)], device=model.device)
-    _, logits, passes = first_step(model, prompt, torch.tensor([ids], device=model.device))
-    lp = torch.log_softmax(logits.float(), -1)[0]
+    scored, passes = score_choices(model, encode_prompt(model, text, canvas), canvas, sets, ids)
     options = []  # per slot: [(value, score)]
-    for i, (s, choice) in enumerate(zip(slots, sets)):
-        scores = choice.score(lp[s.start:s.end].cpu().numpy())
+    for i, scores in enumerate(scored):
+        scores = scores.tolist()
         if i in given:
             scores = [0.0 if k == given[i] else float("-inf") for k in range(len(scores))]
         options.append(list(zip(values[i], map(float, scores))))

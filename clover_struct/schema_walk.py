@@ -1,4 +1,4 @@
-"""The JSON Schema walk behind layout.build_canvas: schema in, canvas pieces out.
+"""The JSON Schema walk: a pydantic model or JSON Schema in, a Canvas (layout.py) out.
 
 Resolves $ref, anyOf-with-null and discriminated unions, turns each leaf into a
 slot (regex or choice, with its budget and checks) and each list item, optional
@@ -11,17 +11,14 @@ rewritten for JSON string content here too. Knows nothing of torch or models.
 from __future__ import annotations
 
 import json
-import re
+import weakref
+from pathlib import Path
+from typing import Any
 
-try:
-    import re._parser as _sre  # Python 3.11+
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre
-
-from clover_struct.errors import SchemaError
-from clover_struct.layout import (CHAR, FLOAT_FRACTION_DIGITS, FLOAT_INT_DIGITS, FORMATS, INT_DIGITS, SAFE,
-                                  _NO_FORMATS, Canvas, Check, Group, Slot, _List, _Object, _Optional,
-                                  _Union)
+from .errors import SchemaError, UsageError
+from .layout import Canvas, Check, Group, ListNode, ObjectNode, OptionalNode, Slot, UnionNode
+from .patterns import (CHAR, DEFAULT_STRING_TOKENS, FLOAT_FRACTION_DIGITS, FLOAT_INT_DIGITS, FORMATS, INT_DIGITS,
+                       NO_FORMATS, content_pattern, literal, plain_width)
 
 
 def _join(path: str, key: str) -> str:
@@ -116,7 +113,7 @@ class Builder:
             if not nullable:
                 return self.object(s, path)
             g = self.open("optional", path)
-            return _Optional(g, self.close(g, self.object(s, path)))
+            return OptionalNode(g, self.close(g, self.object(s, path)))
         if t == "array":
             return self.array(s, path, nullable, tokens)
         if t in ("boolean", "null"):
@@ -136,7 +133,7 @@ class Builder:
                 fields.append((key, self.value(sub, _join(path, key))))
                 lead = ", "
         self.text(tail)
-        return _Object(tuple(fields))
+        return ObjectNode(tuple(fields))
 
     def union(self, s, path, nullable):
         disc = s["discriminator"] if isinstance(s["discriminator"], dict) else {"propertyName": s["discriminator"]}
@@ -167,7 +164,7 @@ class Builder:
             out.append((g, self.close(g, self.object(v, vpath, key, ", ", ""))))
             del self.active[len(self.active) - len(refs):]
         self.text("}")
-        return _Union(key, selector, tuple(out))
+        return UnionNode(key, selector, tuple(out))
 
     def one_slot(self, path, key, variants, nullable) -> int:
         """A union as one regex slot holding its variant's whole object, keys and all: the
@@ -192,7 +189,7 @@ class Builder:
                 else:
                     pieces.append(x)
             members += [(tag, tuple(pieces)) for tag in tags]
-            patterns.append("".join(_literal(p) if isinstance(p, str) else f"(?:{_whole_pattern(p[1])})"
+            patterns.append("".join(literal(p) if isinstance(p, str) else f"(?:{_whole_pattern(p[1])})"
                                     for p in pieces))
             budget = max(budget, sum(len(self.encode(p, vpath)) if isinstance(p, str) else p[1].budget
                                      for p in pieces))
@@ -220,21 +217,21 @@ class Builder:
                 raise SchemaError(path, "list items need at least one field to tell they are present")
             prev = g
         self.text("]")
-        return _List(tuple(items), nullable)
+        return ListNode(tuple(items), nullable)
 
     def string(self, s, path, nullable, tokens):
         fmt, length, lo, hi, checks = s.get("format"), None, s.get("minLength", 0), s.get("maxLength"), []
-        if fmt in _NO_FORMATS:
-            raise SchemaError(path, _NO_FORMATS[fmt])
+        if fmt in NO_FORMATS:
+            raise SchemaError(path, NO_FORMATS[fmt])
         if fmt in FORMATS:
             content, size = FORMATS[fmt]
             checks = [Check("format", fmt)] if fmt in ("date", "date-time") else []
         elif hi is not None and hi < lo:
             raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}")
         else:
-            content = _content_pattern(s["pattern"], path) if "pattern" in s else CHAR + "*"
+            content = content_pattern(s["pattern"], path) if "pattern" in s else CHAR + "*"
             size, length = hi or max(self.default_tokens, lo), (lo, hi) if lo or hi is not None else None
-            if "pattern" in s and (width := _plain_width(s["pattern"])) is not None:
+            if "pattern" in s and (width := plain_width(s["pattern"])) is not None:
                 size = max(min(size, width), 1)  # no value of the pattern is longer
         checks += [Check("min_length", lo)] * (lo > 0) + [Check("max_length", hi)] * (hi is not None)
         spec = dict(checks=tuple(checks), length=length, verbatim=bool(s.get("verbatim")))
@@ -342,16 +339,11 @@ class Builder:
                       mask_id, pad_id, self.tok, self.root, model, tree, blocks)
 
 
-def _literal(text: str) -> str:
-    """`text` as a regex that matches it literally (only metacharacters escaped)."""
-    return re.sub(r"([\\.+*?()|\[\]{}^$#&~-])", r"\\\1", text)
-
-
 def _whole_pattern(slot: Slot) -> str:
     """A field's pattern inside a one-slot union: a choice as the alternation of its texts,
     a plain string's length bound (the automaton's, for a slot of its own) as a repeat."""
     if slot.kind == "choice":
-        return "|".join(map(_literal, slot.choices))
+        return "|".join(map(literal, slot.choices))
     if slot.length is None:
         return slot.pattern
     if slot.pattern not in (CHAR + "*", f'null|"(?:{CHAR}*)"'):
@@ -361,89 +353,30 @@ def _whole_pattern(slot: Slot) -> str:
     return slot.pattern.replace(CHAR + "*", f"{CHAR}{{{lo},{'' if hi is None else hi}}}")
 
 
-_ESCAPES = {'"': r'\\"', "\\": r"\\\\", "\n": r"\\n", "\r": r"\\r", "\t": r"\\t", "\b": r"\\b", "\f": r"\\f"}
+_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
-def _atom(python: str, rust: str) -> str:
-    """A character class as JSON text: the characters JSON holds unescaped, or the
-    escape of each quote, backslash or control character the class matches."""
-    try:
-        escapes = [e for ch, e in _ESCAPES.items() if re.fullmatch(python, ch)]
-    except re.error:
-        escapes = []
-    return f"(?:[{rust}&&{SAFE}]|{'|'.join(escapes)})" if escapes else f"[{rust}&&{SAFE}]"
+def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,
+                 mask_id: int | None = None, pad_id: int | None = None) -> Canvas:
+    """Lay out a pydantic model class or a JSON Schema (dict or .json path) over `tokenizer`.
 
-
-def _plain_width(pattern: str) -> int | None:
-    """The longest match of `pattern` in characters, if it is bounded and every character it
-    can match is printable ASCII other than a quote or backslash (one byte, no JSON escape),
-    so that many tokens always suffice. None otherwise (an unanchored pattern is a search,
-    so its values are unbounded)."""
-    if not (pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$")):
-        return None
-    try:
-        tree = _sre.parse(pattern)
-    except re.error:
-        return None
-    width = tree.getwidth()[1]
-    return width if width < _sre.MAXREPEAT and _plain(tree) else None
-
-
-def _plain(tree) -> bool:
-    ok = lambda c: 32 <= c < 127 and chr(c) not in '"\\'  # noqa: E731
-    for op, av in tree:
-        if op is _sre.LITERAL:
-            good = ok(av)
-        elif op is _sre.IN:
-            good = all(ok(a) if o is _sre.LITERAL else
-                       (ok(a[0]) and ok(a[1]) and not (a[0] <= 34 <= a[1] or a[0] <= 92 <= a[1]))
-                       if o is _sre.RANGE else o is _sre.CATEGORY and a is _sre.CATEGORY_DIGIT
-                       for o, a in av)
-        elif op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
-            good = _plain(av[2])
-        elif op is _sre.SUBPATTERN:
-            good = _plain(av[-1])
-        elif op is _sre.BRANCH:
-            good = all(_plain(b) for b in av[1])
-        else:
-            good = op is _sre.AT  # anchors; anything else (., \w, negations) may not be plain
-        if not good:
-            return False
-    return True
-
-
-def _content_pattern(pattern: str, path: str) -> str:
-    """A `pattern` over the unescaped string, as a regex over the JSON text of the string.
-
-    Each character class (`.`, `\\w`, `[^,]`, ...) becomes its characters JSON holds
-    unescaped plus the escapes of the others; literal quotes, backslashes and
-    `\\n \\r \\t` become their escapes. So whatever the slot writes matches the pattern
-    once unescaped. An unanchored side gets `CHAR*`, as pydantic's pattern is a search.
+    `max_tokens`: budget of strings without max_length (default 24). `context`: the most
+    tokens the canvas may take (SchemaError beyond). Cached per (schema, tokenizer, options).
     """
-    head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
-    p, out, i = pattern[head:len(pattern) - tail], [], 0
-    while i < len(p):
-        c, e, j = p[i], p[i + 1:i + 2], i + 2
-        if c == "\\" and e == "d":  # ASCII digits: outlines-core's \d takes any Unicode digit
-            out.append("[0-9]")
-        elif c == "\\" and e in ("s", "S", "w", "W", "D", "p", "P"):
-            j = (p.index("}", i) + 1 if p[i + 2:i + 3] == "{" else i + 3) if e in "pP" else j
-            out.append(_atom(p[i:j], p[i:j]))
-        elif c == "\\":
-            out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\"}.get(e, p[i:j]))
-        elif c == "[":
-            j = i + 1 + (p[i + 1:i + 2] == "^")
-            j += p[j:j + 1] == "]"
-            while j < len(p) and p[j] != "]":
-                j += 2 if p[j] == "\\" else 1
-            if j >= len(p):
-                raise SchemaError(path, f"pattern {pattern!r} has an unclosed character class")
-            body = re.sub(r"(?<!\\)((?:\\\\)*)\[", r"\1\\[", p[i + 1:j])  # a `[` in a Python class is literal
-            body = re.sub(r"(?<!\\)((?:\\\\)*)\\d", r"\g<1>0-9", body)      # ASCII digits, as above
-            out.append(_atom(p[i:j + 1], f"[{body}]"))
-            j += 1
-        else:
-            out.append(_atom(".", SAFE) if c == "." else {'"': r'\\"'}.get(c, c))
-            j = i + 1
-        i = j
-    return f"{'' if head else CHAR + '*'}(?:{''.join(out)}){'' if tail else CHAR + '*'}"
+    mask_id = tokenizer.mask_id if mask_id is None else mask_id
+    pad_id = tokenizer.pad_id if pad_id is None else pad_id
+    if mask_id is None or pad_id is None or mask_id == pad_id:
+        raise UsageError("the canvas needs distinct mask and pad tokens; pass mask_id= and pad_id=")
+    model = schema if isinstance(schema, type) and hasattr(schema, "model_json_schema") else None
+    if isinstance(schema, (str, Path)):
+        schema = json.loads(Path(schema).read_text())
+    if model is None and not isinstance(schema, dict):
+        raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema")
+    cache = _CACHE.setdefault(tokenizer, {})
+    key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id)
+    if key not in cache:
+        raw = model.model_json_schema() if model else schema
+        cache[key] = Builder(raw, tokenizer, max_tokens or DEFAULT_STRING_TOKENS).build(model, mask_id, pad_id)
+    if context is not None:
+        cache[key].check_fits(context)
+    return cache[key]

@@ -23,8 +23,9 @@ import json
 
 import numpy as np
 
-from clover_struct.constraints import _TABLES, SlotAutomaton
-from clover_struct.layout import CHAR
+from .constraints import SlotAutomaton
+from .patterns import CHAR
+from .vocab import per_tokenizer
 
 FREE = "free"       # `ends` once the copy is given up: the slot's automaton alone decides
 _FAR = 1 << 30
@@ -89,7 +90,7 @@ class Pieces:
 
 def pieces(tokenizer, vocab_size: int) -> Pieces:
     """The tokenizer's Pieces, built once per tokenizer and row width."""
-    cache = _TABLES.setdefault(tokenizer, {})
+    cache = per_tokenizer(tokenizer)
     if ("pieces", vocab_size) not in cache:
         cache["pieces", vocab_size] = Pieces(tokenizer, vocab_size)
     return cache["pieces", vocab_size]

@@ -6,9 +6,9 @@
 2. A flight request beside a notice: the notice is extracted as a NoFlyZone, and
    what geometry answers better than a model (does the route enter the zone, at
    an altitude and a time inside its limits) is computed with shapely
-   (clover_struct.demo.zones.route_facts) and given as known facts; the model decides the rest
+   (clover_struct.airspace.geometry.route_facts) and given as known facts; the model decides the rest
    (authorisation, can it start, must the route change, the action) jointly, never against
-   the rules (clover_struct.demo.flight.judge_flight). When the notice cannot be extracted,
+   the rules (clover_struct.airspace.flight.judge_flight). When the notice cannot be extracted,
    the run says so and the model decides every answer.
 """
 
@@ -19,8 +19,8 @@ import datetime as dt
 import sys
 
 from clover_struct import CloverError, ExtractionError, extract, load_model
-from clover_struct.demo.flight import judge_flight
-from clover_struct.demo.zones import route_facts
+from clover_struct.airspace.flight import judge_flight
+from clover_struct.airspace.geometry import route_facts
 from clover_struct.schemas import DispatchMessage, NoFlyZone
 
 MESSAGE = ("DISPATCH 0815Z FROM OPS-PUDONG. UAV-12 ASSIGNED MEDICAL MISSION TO RENJI HOSPITAL, URGENT. "

@@ -10,7 +10,7 @@ answers are computed from geometry.
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from datetime import time
 from enum import Enum
 from typing import Annotated, Literal, Optional, Union
 
@@ -115,34 +115,6 @@ class DispatchMessage(BaseModel):
 #   R8  action == REQUEST_AUTHORISATION <-> authorisation_needed
 #   R9  action in {DELAY, REROUTE}      <-> route_must_change
 # (R3 is one-way: the altitude and the time overlap may come from two different zones.)
-
-
-DELAY_HORIZON = timedelta(hours=24)   # "delay": the blocking zones end within this of the planned start
-
-
-def ends_soon(valid_to: Optional[datetime], start: datetime) -> bool:
-    """Does a restriction ending at valid_to (None: never) end within DELAY_HORIZON of start?"""
-    return valid_to is not None and valid_to <= start + DELAY_HORIZON
-
-# The questions a judgment prompt asks, in DispatchJudgments' field order.
-QUESTIONS = (
-    "Does the route enter any notified zone?",
-    "Is the planned height within the vertical limits of a zone the route enters?",
-    "Is a zone the route enters in force at any time during the flight window?",
-    "Would the flight be inside one zone, within its limits, while that zone is in force?",
-    "Is every such conflict with a zone that grants permission on request?",
-    "Is there a conflict with a zone that grants no permission (so the route must change)?",
-    "May the flight go as requested?",
-    "Recommended action: proceed, request_authorisation, delay (the blocking zones end within 24 hours of "
-    "the planned start) or reroute?",
-)
-
-
-def judgment_text(request: str, notices: list[str]) -> str:
-    """The prompt DispatchJudgments are decided from: a flight request, its notices numbered, the questions."""
-    listed = "\n\n".join(f"[{i + 1}] {t}" for i, t in enumerate(notices))
-    questions = "\n".join(f"{i + 1}. {q}" for i, q in enumerate(QUESTIONS))
-    return f"{request}\n\nNOTICES\n{listed}\n\nQUESTIONS\n{questions}"
 
 
 class Action(str, Enum):

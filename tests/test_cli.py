@@ -16,7 +16,7 @@ from clover_struct.engine.checkpoint import save_model
 from clover_struct.engine.config import preset
 from clover_struct.engine.model import CloverModel
 from clover_struct.errors import CheckpointError
-from clover_struct.layout import build_canvas
+from clover_struct.schema_walk import build_canvas
 
 SCHEMA = {"title": "Zone", "type": "object", "required": ["name", "kind"],
           "properties": {"name": {"type": "string", "maxLength": 6}, "kind": {"enum": ["circle", "polygon"]}}}

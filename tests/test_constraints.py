@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from clover_struct.constraints import DEAD, ChoiceSet, SlotAutomaton, compile_canvas, slot_value
 from clover_struct.errors import ExtractionError, SchemaError
-from clover_struct.layout import build_canvas
+from clover_struct.schema_walk import build_canvas
 
 
 class Circle(BaseModel):

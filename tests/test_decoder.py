@@ -6,7 +6,7 @@ import pytest
 import torch
 from pydantic import BaseModel, Field
 
-from clover_struct import ExtractionError, extract, extract_many
+from clover_struct import ExtractionError, UsageError, extract, extract_many
 from clover_struct.engine.config import preset
 from clover_struct.engine.model import CloverModel
 
@@ -34,7 +34,7 @@ def budgets(canvas, lo, hi):
 def test_forward_passes_follow_the_longest_field_not_the_sum(toy_tokenizer):
     model = tiny_model(toy_tokenizer, block_size=256)
     value, trace = extract("alpha beta gamma", Six, model=model, trace=True)
-    canvas = __import__("clover_struct.layout", fromlist=["x"]).build_canvas(Six, toy_tokenizer)
+    canvas = __import__("clover_struct.schema_walk", fromlist=["x"]).build_canvas(Six, toy_tokenizer)
     assert len(canvas.ids) <= 256  # one block
     sizes = budgets(canvas, 0, len(canvas.ids))
     assert trace.steps <= max(sizes) < sum(sizes)
@@ -46,7 +46,7 @@ def test_forward_passes_follow_the_longest_field_not_the_sum(toy_tokenizer):
 
 
 def test_several_blocks_cost_the_longest_field_of_each(toy_tokenizer):
-    from clover_struct.layout import build_canvas
+    from clover_struct.schema_walk import build_canvas
 
     model = tiny_model(toy_tokenizer, block_size=16)
     canvas = build_canvas(Six, toy_tokenizer)
@@ -80,7 +80,7 @@ def test_item_blocks_decode_alike_in_a_batch_alone_and_without_the_cache(toy_tok
 
 
 def test_an_absent_item_ends_the_list_without_a_step_in_its_blocks(toy_tokenizer):
-    from clover_struct.layout import build_canvas
+    from clover_struct.schema_walk import build_canvas
 
     model = tiny_model(toy_tokenizer, block_size=256, std=0.5)
     canvas = build_canvas(Ledger, toy_tokenizer)
@@ -120,9 +120,9 @@ def test_known_values_are_kept_and_not_generated(toy_tokenizer):
     assert (value.e, value.f, value.d) == ("EGTT", "no", 42)
     free, _ = extract("t", Six, model=model, trace=True)
     assert trace.tokens_committed > 0 and trace.settled_at["e"] == 0
-    with pytest.raises(KeyError, match="no field `zz`"):
+    with pytest.raises(UsageError, match="no field `zz`"):
         extract("t", Six, model=model, known={"zz": 1})
-    with pytest.raises(ValueError, match="not a value field `e` can hold"):
+    with pytest.raises(UsageError, match="not a value field `e` can hold"):
         extract("t", Six, model=model, known={"e": "lowercase"})
 
 
@@ -184,7 +184,7 @@ CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_
 
 def test_checkpoints_with_a_chat_template_get_it(toy_byte_tokenizer, monkeypatch):
     from clover_struct.api import prompt_ids
-    from clover_struct.layout import build_canvas
+    from clover_struct.schema_walk import build_canvas
 
     tok = toy_byte_tokenizer
     canvas = build_canvas(Six, tok)
@@ -215,7 +215,7 @@ def without_prefill_step(model):
 
 
 def test_a_model_without_prefill_step_gives_the_same_records_in_one_pass_more_per_block(toy_tokenizer):
-    from clover_struct.layout import build_canvas
+    from clover_struct.schema_walk import build_canvas
 
     model = tiny_model(toy_tokenizer, block_size=16, std=0.5)
     canvas = build_canvas(Six, toy_tokenizer)
@@ -237,5 +237,5 @@ def test_baseline_schedules_take_more_steps_for_the_same_kind_of_result(toy_toke
         assert trace.steps > joint.steps
     sequential = extract("x", Six, model=model, trace=True, schedule="sequential")[1]
     assert sequential.steps >= len(Six.model_fields)   # never two fields in one step
-    with pytest.raises(ValueError, match="schedule must be one of"):
+    with pytest.raises(UsageError, match="schedule must be one of"):
         extract("x", Six, model=model, schedule="sideways")

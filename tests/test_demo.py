@@ -11,7 +11,8 @@ import torch
 
 from clover_struct.demo import NOTICES_PATH, kind_of, load_notices, main, run
 from clover_struct.demo.airspace import ROUTE
-from clover_struct.demo.zones import check_route, geojson, inside, volumes
+from clover_struct.airspace.export import geojson
+from clover_struct.airspace.geometry import check_route, inside, volumes
 from clover_struct.engine.checkpoint import save_model
 from clover_struct.engine.config import preset
 from clover_struct.engine.model import CloverModel

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from clover_struct.demo.zones import route_facts
+from clover_struct.airspace.geometry import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.airspace import CircleArea, Limit, NoFlyZone, Position
 from test_decoder import tiny_model

@@ -2,7 +2,7 @@
 
 import pytest
 
-from clover_struct.demo import flight
+from clover_struct.airspace import flight
 from clover_struct.errors import ExtractionError
 from clover_struct.schemas import DispatchJudgments, judgment_rules_hold
 from clover_struct.schemas.dispatch import Action

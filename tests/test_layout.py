@@ -9,7 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from clover_struct.errors import ExtractionError, SchemaError
-from clover_struct.layout import CHAR, build_canvas
+from clover_struct.patterns import CHAR
+from clover_struct.schema_walk import build_canvas
 
 
 class Color(enum.Enum):

@@ -11,7 +11,7 @@ JSON: {"synthetic": {"field_em", "record_em"}, "heldout_family": {...},
 "real_dev": {"valid_rate", "field_em", "qline_location_validity_em"},
 "dispatch": {...}, "judgments": {"accuracy", "violations", "alone_accuracy",
 "alone_violations", ..., "model_only": {...}}}. Judgments are scored as the library decides
-them, clover_struct.demo.flight.judge_flight (examples/dispatch_demo.py does the same): the
+them, clover_struct.airspace.flight.judge_flight (examples/dispatch_demo.py does the same): the
 model extracts each notice's zone, code computes the geometric answers from those zones (does
 the route enter a zone, within its limits, while in force) and gives them as known facts, and
 the model decides the rest from the notices geometry cannot rule out. alone: each open question
@@ -30,8 +30,8 @@ from enum import Enum
 from pathlib import Path
 
 from clover_struct import ExtractionError, decide, extract_many, load_model, predicate
-from clover_struct.demo.flight import judge_flight
-from clover_struct.demo.zones import route_facts
+from clover_struct.airspace.flight import judge_flight
+from clover_struct.airspace.geometry import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam, judgment_rules_hold
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from shapely.geometry import LineString
 
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.dispatch import Action, DispatchJudgments, ends_soon, judgment_text
+from clover_struct.airspace.flight import ends_soon, judgment_text
+from clover_struct.schemas.dispatch import Action, DispatchJudgments
 from clover_struct.schemas.units import destination_point
 
 from . import draw

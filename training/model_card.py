@@ -136,7 +136,7 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
     if j := evaluation.get("judgments"):
         t = j["model_only"]
         lines += ["", f"Linked judgments ({j['n']} cases, 8 answers each), decided as the library decides them "
-                      f"(`clover_struct.demo.flight.judge_flight`, as `examples/dispatch_demo.py` does): the model "
+                      f"(`clover_struct.airspace.flight.judge_flight`, as `examples/dispatch_demo.py` does): the model "
                       f"extracts the zones of the {j['notices']} notices ({j['failed_notices']} failed), code computes "
                       f"the geometric answers from them (does the route enter a zone, within its limits, while in "
                       f"force; right {j['facts_accuracy']:.3f}) and gives them as known facts, and the model decides "

@@ -23,10 +23,9 @@ import time
 import torch
 import torch.nn.functional as F
 
-from clover_struct.engine.config import ModelConfig
+from clover_struct.engine.config import PRESETS, preset
 from clover_struct.engine.model import CloverModel
 
-from .train import CONFIGS
 
 VOCAB, SEGMENT, NOISE, BATCH, SEPARATOR = 256, 12, 40, 32, 3
 
@@ -40,7 +39,7 @@ def batch(generator: torch.Generator, alphabet: int = VOCAB - 10) -> torch.Tenso
 
 def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0, every: int = 50,
           objective: str = "causal", warm: int = 0, alphabet: int = VOCAB - 10) -> dict:
-    cfg = ModelConfig(vocab_size=VOCAB, mask_token_id=1, pad_token_id=0, eos_token_id=2, **CONFIGS[config])
+    cfg = preset(config, vocab_size=VOCAB, mask_token_id=1, pad_token_id=0, eos_token_id=2)
     model = CloverModel(cfg).init_weights(torch.Generator().manual_seed(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=weight_decay)
     data = torch.Generator().manual_seed(seed + 1)
@@ -77,7 +76,7 @@ def probe(config: str, lr: float, weight_decay: float, steps: int, seed: int = 0
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.probe_copy", description=__doc__.splitlines()[0])
-    p.add_argument("--config", choices=sorted(CONFIGS), default="mini")
+    p.add_argument("--config", choices=sorted(PRESETS), default="mini")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--steps", type=int, default=1000)

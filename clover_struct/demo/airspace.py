@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import NOTICES_PATH, kind_of, load_notices
-from .zones import Crossing, Volume, Waypoint, check_route, geojson, volume
+from clover_struct.airspace.export import geojson
+from clover_struct.airspace.geometry import Crossing, Volume, Waypoint, check_route, volume
 
 JOINT_THRESHOLD = 0.9       # api.extract_many's default: commit further tokens above this confidence
 
@@ -79,7 +80,7 @@ def _load(model):
 def _warm(model, schema) -> None:
     """Compile the canvas automata once, so the timed decodes measure decoding only."""
     from clover_struct.constraints import compile_canvas
-    from clover_struct.layout import build_canvas
+    from clover_struct.schema_walk import build_canvas
 
     cfg = model.config
     if model.tokenizer is not None and cfg.mask_token_id is not None and cfg.pad_token_id is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from shapely.geometry import Polygon, box
 
-from .zones import BANDS, Crossing, Volume, Waypoint, inside, samples
+from clover_struct.airspace.geometry import BANDS, Crossing, Volume, Waypoint, inside, samples
 
 CAP_M = 1000.0          # 3D tops: higher or unlimited ceilings are cut here (dotted top edge)
 FAR_DEG = 0.5           # the map grows to hold zones within this of the route's box; larger ones are cut

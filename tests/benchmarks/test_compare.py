@@ -18,7 +18,7 @@ from clover_struct.engine.checkpoint import save_model
 from clover_struct.engine.config import preset
 from clover_struct.engine.model import CloverModel
 from clover_struct.engine.tokenizer import Tokenizer
-from clover_struct.layout import build_canvas
+from clover_struct.schema_walk import build_canvas
 from clover_struct.schemas import Notam
 from training.evaluate import REAL_DEV
 from training.generate import examples

@@ -7,7 +7,8 @@ import torch
 
 import clover_struct
 from clover_struct.schemas import Notam
-from training import causal as C
+from training import data as D
+from training import objective as O
 from training import train as T
 
 transformers = pytest.importorskip("transformers", reason="transformers is a test extra: pip install -e .[test]")
@@ -23,9 +24,9 @@ def args(out, tokenizer_path, *extra):
 def test_the_loss_mask_covers_exactly_the_json_and_eos(tokenizer_path, tmp_path):
     model, _ = T.build(args(tmp_path, tokenizer_path), tmp_path)
     tok = model.tokenizer
-    data = C.CausalData(tok, {"notam": 1.0}, 1500, seed=0)
+    data = D.CausalData(tok, {"notam": 1.0}, 1500, seed=0)
     kind, canvas, _, rows = data.batch(0)
-    ids, target = C.collate(rows, tok.pad_id)
+    ids, target = D.collate_causal(rows, tok.pad_id)
     assert len(rows) > 1 and len(rows) * ids.shape[1] <= 1500      # the token budget holds
     for b, (prompt, json_eos) in enumerate(rows):
         assert ids[b][target[b]].tolist() == json_eos
@@ -33,23 +34,23 @@ def test_the_loss_mask_covers_exactly_the_json_and_eos(tokenizer_path, tmp_path)
         assert (ids[b, len(prompt) + len(json_eos):] == tok.pad_id).all()
         assert json_eos[-1] == tok.eos_id and tok.eos_id not in json_eos[:-1]
         text = tok.decode(json_eos[:-1])
-        assert C.record_json(Notam.model_validate_json(text)) == text           # compact, every key
+        assert D.record_json(Notam.model_validate_json(text)) == text           # compact, every key
         assert ":" in text and ": " not in text.replace('": "', "")             # no whitespace between tokens
         assert tok.decode(prompt).endswith("record:\n")
     # the same stream as the diffusion objective: same kind, same examples in the same order
-    d_kind, _, _, d_rows = T.Data(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
-    c_kind, _, _, c_rows = C.CausalData(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
+    d_kind, _, _, d_rows = D.Data(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
+    c_kind, _, _, c_rows = D.CausalData(tok, {"notam": 1.0, "zone": 1.0}, 1500, seed=0).batch(3)
     k = min(len(d_rows), len(c_rows))
     assert c_kind == d_kind and [p for p, _ in c_rows[:k]] == [p for p, _ in d_rows[:k]]
 
 
 def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path):
     model, opt = T.build(args(tmp_path, tokenizer_path, "--lr", "3e-3"), tmp_path)
-    data = C.CausalData(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
-    balance = T.Balance(model)
+    data = D.CausalData(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
+    balance = O.Balance(model)
     losses = []
     for _ in range(15):
-        loss, ce, stats = C.step_loss(model, balance, data, 0, 0)
+        loss, ce, stats = O.causal_loss(model, balance, data, 0, 0)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -73,7 +74,7 @@ def test_the_run_saves_a_twin_transformers_loads_and_resumes_causal(tokenizer_pa
 
     ours = clover_struct.load_model(tmp_path)
     theirs = transformers.Qwen3_5MoeForCausalLM.from_pretrained(tmp_path).eval()
-    _, _, _, rows = C.CausalData(ours.tokenizer, {"notam": 1.0}, 1500, seed=0).batch(0)
+    _, _, _, rows = D.CausalData(ours.tokenizer, {"notam": 1.0}, 1500, seed=0).batch(0)
     ids = torch.tensor([rows[0][0] + rows[0][1]])
     with torch.no_grad():
         diff = (theirs(ids).logits - ours(ids, "causal")).abs().max().item()

@@ -11,7 +11,7 @@ from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.dispatch import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.notam import Notam
 from training import families
-from clover_struct.demo.zones import route_facts
+from clover_struct.airspace.geometry import route_facts
 from training.generate import FAMILIES, HELDOUT_FAMILY, KINDS, examples, judgment_cases, main, sample
 
 SCHEMA = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judgment": DispatchJudgments}

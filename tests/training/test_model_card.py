@@ -5,7 +5,7 @@ import json
 import torch
 from safetensors.torch import load_file, save_file
 
-from clover_struct.engine.config import ModelConfig
+from clover_struct.engine.config import preset
 from training import model_card as MC
 from training import train as T
 
@@ -23,7 +23,7 @@ EVALUATION = {
 
 def fake_run(path, minutes=12.5, device=None, before=None, init="runs/first"):
     path.mkdir()
-    config = ModelConfig(vocab_size=600, mask_token_id=1, pad_token_id=0, eos_token_id=2, **T.CONFIGS["tiny"])
+    config = preset("tiny", vocab_size=600, mask_token_id=1, pad_token_id=0, eos_token_id=2)
     (path / "config.json").write_text(json.dumps(config.to_dict()))
     save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5)}, str(path / "model.safetensors"))
     (path / "tokenizer.json").write_text("{}")

@@ -14,7 +14,9 @@ from safetensors.torch import load_file
 
 import clover_struct
 from clover_struct.api import prompt_ids
-from clover_struct.layout import build_canvas
+from clover_struct.schema_walk import build_canvas
+from training import data as D
+from training import objective as O
 from training import train as T
 from training.generate import sample
 from training.tokenizer import SPECIAL_TOKENS
@@ -48,11 +50,11 @@ def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path, block):
     torch.manual_seed(0)
     a = args(tmp_path, tokenizer_path, "--steps", "20", "--lr", "3e-3", *(["--block-size", block] if block else []))
     model, opt = T.build(a, tmp_path)
-    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0, block_size=model.config.block_size)
-    balance = T.Balance(model)
+    data = D.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0, block_size=model.config.block_size)
+    balance = O.Balance(model)
     losses = []
     for _ in range(20):   # always step 0: the same rows and the same mask
-        loss, ce, _ = T.step_loss(model, balance, data, 0, 0)
+        loss, ce, _ = O.step_loss(model, balance, data, 0, 0)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -64,7 +66,7 @@ def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path, block):
 def test_a_block_step_noises_one_block_after_clean_history(tokenizer_path, tmp_path, monkeypatch):
     a = args(tmp_path, tokenizer_path, "--steps", "1", "--block-size", "48")
     model, _ = T.build(a, tmp_path)
-    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0, block_size=model.config.block_size)
+    data = D.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0, block_size=model.config.block_size)
     canvas = data.canvases["notam"]
     assert model.config.block_size == 48 < len(canvas)
     seen = {}
@@ -75,7 +77,7 @@ def test_a_block_step_noises_one_block_after_clean_history(tokenizer_path, tmp_p
 
     monkeypatch.setattr(model, "hidden", spy)
     for step in range(6):
-        T.step_loss(model, T.Balance(model), data, step, 0)
+        O.step_loss(model, O.Balance(model), data, step, 0)
         ids, n = seen["ids"], seen["block_len"]
         assert 0 < n <= 48
         block = ids[:, -n:]
@@ -92,9 +94,9 @@ def test_item_block_steps_noise_one_task_after_the_tasks_before_it(tokenizer_pat
 
     blocked = create_model("DispatchMessage", __base__=DispatchMessage, tasks=(
         list[Task], Field(min_length=1, max_length=8, json_schema_extra={"item_blocks": True})))
-    monkeypatch.setitem(T.SCHEMAS, "dispatch", blocked)
+    monkeypatch.setitem(D.SCHEMAS, "dispatch", blocked)
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
-    data = T.Data(model.tokenizer, {"dispatch": 1.0}, 6000, seed=0, block_size=model.config.block_size)
+    data = D.Data(model.tokenizer, {"dispatch": 1.0}, 6000, seed=0, block_size=model.config.block_size)
     canvas = data.canvases["dispatch"]
     items = [g for g in canvas.groups if g.kind == "item" and g.path.count("[") == 1]
     assert data.spans["dispatch"] == canvas.spans() and len(canvas.spans()) == len(items) == 8
@@ -105,7 +107,7 @@ def test_item_block_steps_noise_one_task_after_the_tasks_before_it(tokenizer_pat
             break
         except ValueError:
             continue
-    assert [T.reached(canvas, ids, start) for start, _ in canvas.spans()] == [k <= n for k in range(8)]
+    assert [D.reached(canvas, ids, start) for start, _ in canvas.spans()] == [k <= n for k in range(8)]
     seen, starts = {}, set()
 
     def spy(ids, mode, block_len, pad):
@@ -119,7 +121,7 @@ def test_item_block_steps_noise_one_task_after_the_tasks_before_it(tokenizer_pat
         k = canvas.spans().index((start, end))
         # every row decodes this task: the task before it is present (the message has at least k tasks)
         assert rows and all(len(canvas.validate(target).tasks) >= k for _, target in rows)
-        T.step_loss(model, T.Balance(model), data, step, 0)
+        O.step_loss(model, O.Balance(model), data, step, 0)
         ids, n = seen["ids"], seen["block_len"]
         assert n == end - start and ids.shape[1] == max(len(p) for p, _ in rows) + end   # later tasks dropped
         assert not (ids[:, :-n] == model.config.mask_token_id).any()                     # earlier ones clean
@@ -129,11 +131,11 @@ def test_item_block_steps_noise_one_task_after_the_tasks_before_it(tokenizer_pat
 
 def test_a_warm_step_predicts_every_slot_token_causally_from_the_clean_canvas(tokenizer_path, tmp_path):
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
-    data = T.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
-    _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0, causal=True)
+    data = D.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
+    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0, causal=True)
     _, canvas, _, rows = data.batch(0)
-    ids, pad, gold = T.collate(rows, model.config.pad_token_id)
-    slots = T.slot_index(canvas)[0] >= 0
+    ids, pad, gold = D.collate(rows, model.config.pad_token_id)
+    slots = D.slot_index(canvas)[0] >= 0
     with torch.no_grad():
         logits = model(ids, "causal", pad=pad)[:, -len(canvas) - 1:-1]   # column t predicts t + 1
     reference = F.cross_entropy(logits[:, slots].reshape(-1, logits.shape[-1]), gold[:, slots].reshape(-1))
@@ -150,7 +152,7 @@ def test_the_decisions_loss_reads_values_the_pad_ending_each_and_whole_choices(t
     canvas = build_canvas(DispatchMessage, tok)
     text, gold = sample("dispatch", random.Random(3))[1:]
     row = torch.tensor([canvas.fill(gold)])
-    read = T.decisions(canvas, row, *T.slot_index(canvas))[0]
+    read = D.decisions(canvas, row, *D.slot_index(canvas))[0]
     expected = set()
     for s in canvas.slots:   # each slot: its value tokens, then one pad if the value is shorter than the budget
         span = row[0, s.start:s.end].tolist()
@@ -161,9 +163,9 @@ def test_the_decisions_loss_reads_values_the_pad_ending_each_and_whole_choices(t
     print(f"dispatch canvas: {int(read.sum())} of {slots} slot positions are decisions")
     assert read.sum() < 0.3 * slots
 
-    data = T.Data(tok, {"dispatch": 1.0}, 4000, seed=0, loss_on="decisions")
-    _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
-    every = T.step_loss(model, T.Balance(model), T.Data(tok, {"dispatch": 1.0}, 4000, seed=0), 0, 0)[2]
+    data = D.Data(tok, {"dispatch": 1.0}, 4000, seed=0, loss_on="decisions")
+    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
+    every = O.step_loss(model, O.Balance(model), D.Data(tok, {"dispatch": 1.0}, 4000, seed=0), 0, 0)[2]
     assert torch.isfinite(ce) and 0 < stats["masked"] < every["masked"]   # the same noise, fewer positions read
     assert stats["value"] == every["value"]                              # ... and every value token among them
 
@@ -173,16 +175,16 @@ def test_the_choice_weight_counts_choice_positions_that_many_times_in_the_mean(t
 
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
     canvas = build_canvas(DispatchMessage, model.tokenizer)
-    slot, offset = T.slot_index(canvas)
+    slot, offset = D.slot_index(canvas)
     seen, hidden, cross_entropy = {}, model.hidden, F.cross_entropy
     monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
-    monkeypatch.setattr(T.F, "cross_entropy", lambda *a, **k: seen.setdefault("ce", cross_entropy(*a, **k)))
-    data = T.Data(model.tokenizer, {"dispatch": 1.0}, 6000, seed=0, loss_on="decisions", choice_weight=4.0)
-    _, ce, _ = T.step_loss(model, T.Balance(model), data, 0, 0)
+    monkeypatch.setattr(F, "cross_entropy", lambda *a, **k: seen.setdefault("ce", cross_entropy(*a, **k)))
+    data = D.Data(model.tokenizer, {"dispatch": 1.0}, 6000, seed=0, loss_on="decisions", choice_weight=4.0)
+    _, ce, _ = O.step_loss(model, O.Balance(model), data, 0, 0)
     block = seen["ids"][:, -len(canvas):]
     gold = torch.tensor([g for _, g in data.batch(0)[3]])
-    counted = (block == model.config.mask_token_id) & T.decisions(canvas, gold, slot, offset)
-    choice = T.choice_positions(canvas, slot).expand_as(counted)[counted]
+    counted = (block == model.config.mask_token_id) & D.decisions(canvas, gold, slot, offset)
+    choice = D.choice_positions(canvas, slot).expand_as(counted)[counted]
     weight = 1 + 3 * choice.float()
     assert 0 < int(choice.sum()) < int(counted.sum())
     assert torch.allclose(ce, (seen["ce"] * weight).sum() / weight.sum())
@@ -191,18 +193,18 @@ def test_the_choice_weight_counts_choice_positions_that_many_times_in_the_mean(t
 
 def test_verdict_rows_are_conflicts_whose_geometric_answers_stay_clean_and_out_of_the_loss(
         tokenizer_path, tmp_path, monkeypatch):
-    from clover_struct.demo.zones import route_facts
+    from clover_struct.airspace.geometry import route_facts
     from clover_struct.schemas import DispatchJudgments
 
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
     canvas = build_canvas(DispatchJudgments, model.tokenizer)
-    given = [s for s in canvas.slots if s.path in T.GIVEN["verdicts"]]
+    given = [s for s in canvas.slots if s.path in D.GIVEN["verdicts"]]
     facts = route_facts([(0, 0), (0, 1e-3)], 0.0, None, None, [])   # its names, without zones
-    assert {s.path for s in given} == set(T.GIVEN["verdicts"]) == set(facts)
+    assert {s.path for s in given} == set(D.GIVEN["verdicts"]) == set(facts)
     seen, hidden = {}, model.hidden
     monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
-    data = T.Data(model.tokenizer, {"verdicts": 1.0}, 6000, seed=0, loss_on="decisions", full_mask=0.5)
-    _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
+    data = D.Data(model.tokenizer, {"verdicts": 1.0}, 6000, seed=0, loss_on="decisions", full_mask=0.5)
+    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
     rows = data.batch(0)[3]
     gold = torch.tensor([g for _, g in rows])
     block = seen["ids"][:, -len(canvas):]
@@ -223,8 +225,8 @@ def test_flag_rows_are_scored_on_uas_only_alone_which_is_always_masked(tokenizer
     flag = next(s for s in canvas.slots if s.path == "uas_only")
     seen, hidden = {}, model.hidden
     monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
-    data = T.Data(model.tokenizer, {"flags": 1.0}, 6000, seed=0, loss_on="decisions")
-    _, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
+    data = D.Data(model.tokenizer, {"flags": 1.0}, 6000, seed=0, loss_on="decisions")
+    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
     block = seen["ids"][:, -len(canvas):]
     masked = block == model.config.mask_token_id
     assert masked[:, flag.start:flag.end].all()                            # the flag: always asked
@@ -237,8 +239,8 @@ def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
     from clover_struct.schemas import NoFlyZone
 
     canvas = build_canvas(NoFlyZone, Tokenizer.from_file(tokenizer_path))
-    slot, offset = T.slot_index(canvas)
-    masked = T.noise(slot, offset, 64, torch.Generator().manual_seed(0))
+    slot, offset = D.slot_index(canvas)
+    masked = D.noise(slot, offset, 64, torch.Generator().manual_seed(0))
     assert not masked[:, slot < 0].any() and masked.any(1).all()
     suffix_like = 0
     for row in masked:
@@ -252,14 +254,14 @@ def test_full_mask_rows_hide_every_slot_and_leave_the_other_rows_as_they_were(to
     from clover_struct.schemas import NoFlyZone
 
     canvas = build_canvas(NoFlyZone, Tokenizer.from_file(tokenizer_path))
-    slot, offset = T.slot_index(canvas)
-    plain = T.noise(slot, offset, 64, torch.Generator().manual_seed(0))
-    some = T.noise(slot, offset, 64, torch.Generator().manual_seed(0), full=0.3)
+    slot, offset = D.slot_index(canvas)
+    plain = D.noise(slot, offset, 64, torch.Generator().manual_seed(0))
+    some = D.noise(slot, offset, 64, torch.Generator().manual_seed(0), full=0.3)
     whole = some[:, slot >= 0].all(1)
     assert not some[:, slot < 0].any()
     assert 8 < int(whole.sum()) < 32 and int(plain[:, slot >= 0].all(1).sum()) < 3
     assert torch.equal(some[~whole], plain[~whole])   # the same draws, a share of rows then masked whole
-    assert T.noise(slot, offset, 8, torch.Generator().manual_seed(1), full=1.0)[:, slot >= 0].all()
+    assert D.noise(slot, offset, 8, torch.Generator().manual_seed(1), full=1.0)[:, slot >= 0].all()
 
 
 def test_resume_continues_exactly(tokenizer_path, tmp_path):
@@ -297,7 +299,7 @@ def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_pat
     cfg, tok = model.config, model.tokenizer
     assert (cfg.mask_token_id, cfg.pad_token_id) == (tok.mask_id, tok.pad_id)
     for kind, name in KINDS.items():
-        schema = T.SCHEMAS[kind]
+        schema = D.SCHEMAS[kind]
         assert schema.__name__ == name
         canvas = build_canvas(schema, tok, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
         assert len(canvas) <= cfg.block_size
@@ -316,14 +318,14 @@ def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_pat
             assert torch.isfinite(logits).all()
 
 
-@pytest.mark.parametrize("drill", T.DRILLS)
+@pytest.mark.parametrize("drill", D.DRILLS)
 def test_copy_drills_batch_like_any_kind(tokenizer_path, tmp_path, drill):
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
-    data = T.Data(model.tokenizer, {drill: 1.0}, 1500, seed=0)
+    data = D.Data(model.tokenizer, {drill: 1.0}, 1500, seed=0)
     kind, canvas, _, rows = data.batch(0)
     assert kind == drill and rows and all(len(gold) == len(canvas) for _, gold in rows)
     assert all(canvas.validate(gold) is not None for _, gold in rows)
-    loss, ce, stats = T.step_loss(model, T.Balance(model), data, 0, 0)
+    loss, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
     assert torch.isfinite(loss) and stats["value"] > 0
 
 

@@ -1,18 +1,19 @@
-"""3D no-fly volumes from NoFlyZone records: extruded footprints, GeoJSON, a route check.
+"""3D no-fly volumes from NoFlyZone records: extruded footprints, a route check, and a
+flight's geometric facts (`route_facts`) to give `decide` as known values.
 
 Pure geometry over shapely and aware datetimes. Knows nothing of models, decoding or
-plotting: records in, volumes, GeoJSON dicts, conflicts and a flight's geometric facts out.
+plotting: records in, volumes, conflicts and facts out.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Optional
 
 from shapely import make_valid
-from shapely.geometry import LineString, Point, Polygon
+from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 from shapely.geometry.polygon import orient
 from shapely.prepared import prep
@@ -80,39 +81,6 @@ def volume(zone_id: str, zone: NoFlyZone) -> Volume:
 
 def volumes(records: list[tuple[str, NoFlyZone]]) -> list[Volume]:
     return [volume(i, z) for i, z in records]
-
-
-# -- GeoJSON (RFC 7946) ------------------------------------------------------------------------
-def _iso(t: Optional[datetime]) -> Optional[str]:
-    return None if t is None else t.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _ring(shape: Polygon) -> list[list[float]]:
-    ring = orient(shape, sign=1.0).exterior   # RFC 7946 3.1.6: exterior rings counter-clockwise
-    coords = [[round(x, 7), round(y, 7)] for x, y in ring.coords]
-    if coords[0] != coords[-1]:
-        coords.append(coords[0])
-    return coords
-
-
-def feature(v: Volume) -> dict:
-    z = v.zone
-    return {
-        "type": "Feature",
-        "id": v.id,
-        "geometry": {"type": "Polygon", "coordinates": [_ring(z.footprint())]},   # [lon, lat], as written
-        "properties": {
-            "id": v.id, "notam_id": z.notam_id, "kind": z.area.kind,
-            "floor_m": round(v.floor_m, 1), "ceiling_m": None if v.ceiling_m is None else round(v.ceiling_m, 1),
-            "refs": {"floor": v.floor_ref, "ceiling": v.ceiling_ref},
-            "valid_from": _iso(v.valid_from), "valid_to": _iso(v.valid_to),
-            "schedule": z.schedule, "uas_only": z.uas_only, "reason": z.reason,
-        },
-    }
-
-
-def geojson(vols: list[Volume]) -> dict:
-    return {"type": "FeatureCollection", "features": [feature(v) for v in vols]}
 
 
 # -- route check -------------------------------------------------------------------------------
@@ -225,7 +193,3 @@ def facts_of(passages: list[tuple[bool, bool, bool]]) -> dict[str, bool]:
     force (conflict)."""
     return {"crosses_zone": any(e for e, _, _ in passages), "vertical_overlap": any(w for _, w, _ in passages),
             "time_overlap": any(f for _, _, f in passages), "conflict": any(all(p) for p in passages)}
-
-
-def route_window(route: list[Waypoint]) -> tuple[datetime, datetime]:
-    return route[0].time, route[-1].time

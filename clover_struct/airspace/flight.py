@@ -1,5 +1,8 @@
 """A flight request judged against notices: geometry by code, the rest by the model.
 
+The judgment prompt (`QUESTIONS`, `judgment_text`: what the model reads, and was trained
+on) and the delay policy (`ends_soon`) live here too.
+
 `judge_flight` takes the notices' zones as extracted (or the ExtractionError of a notice
 that could not be read) and leaves to the model only what the text alone says:
 
@@ -16,14 +19,43 @@ that could not be read) and leaves to the model only what the text alone says:
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Optional
 
 from clover_struct.errors import ExtractionError
 from clover_struct.linked import decide, implies, predicate
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.dispatch import DispatchJudgments, ends_soon, judgment_rules_hold, judgment_text
+from clover_struct.schemas.dispatch import DispatchJudgments, judgment_rules_hold
 
-from .zones import facts_of, passages
+from .geometry import facts_of, passages
+
+DELAY_HORIZON = timedelta(hours=24)   # "delay": the blocking zones end within this of the planned start
+
+
+def ends_soon(valid_to: Optional[datetime], start: datetime) -> bool:
+    """Does a restriction ending at valid_to (None: never) end within DELAY_HORIZON of start?"""
+    return valid_to is not None and valid_to <= start + DELAY_HORIZON
+
+
+# The questions a judgment prompt asks, in DispatchJudgments' field order.
+QUESTIONS = (
+    "Does the route enter any notified zone?",
+    "Is the planned height within the vertical limits of a zone the route enters?",
+    "Is a zone the route enters in force at any time during the flight window?",
+    "Would the flight be inside one zone, within its limits, while that zone is in force?",
+    "Is every such conflict with a zone that grants permission on request?",
+    "Is there a conflict with a zone that grants no permission (so the route must change)?",
+    "May the flight go as requested?",
+    "Recommended action: proceed, request_authorisation, delay (the blocking zones end within 24 hours of "
+    "the planned start) or reroute?",
+)
+
+
+def judgment_text(request: str, notices: list[str]) -> str:
+    """The prompt DispatchJudgments are decided from: a flight request, its notices numbered, the questions."""
+    listed = "\n\n".join(f"[{i + 1}] {t}" for i, t in enumerate(notices))
+    questions = "\n".join(f"{i + 1}. {q}" for i, q in enumerate(QUESTIONS))
+    return f"{request}\n\nNOTICES\n{listed}\n\nQUESTIONS\n{questions}"
 
 
 def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | ExtractionError],

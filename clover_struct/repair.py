@@ -1,0 +1,186 @@
+"""Repair: a decoded canvas to a valid instance, or an ExtractionError that names the field.
+
+A value that fails a check no regular expression expresses (numeric bounds, a calendar
+date, a pydantic validator) is replaced by the slot's next-best complete value the model
+ranked (`alternatives`, over the top tokens the decoder remembered per position), then by
+the nearest valid value; a check across fields (a model validator) by the single-field
+change the model finds least unlikely. Knows nothing of models or torch: a Decoded in, a
+value out.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from typing import Any
+
+from .decoder import Decoded
+from .errors import ExtractionError
+
+UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
+
+
+def _slot_of(canvas, path: str) -> int | None:
+    """The slot of a field path; inside a one-slot union, the union's slot."""
+    return next((i for i, s in enumerate(canvas.slots)
+                 if s.path == path or s.union and path.startswith(s.path + ".")), None)
+
+
+def _nearest(slot, value):
+    """The valid value closest to `value`: the last resort for a bounded number, or a
+    calendar date the regex lets through (February 29 of a common year, year 0000)."""
+    if slot.union and isinstance(value, dict):   # a one-slot union: mend each field that fails
+        fixed = dict(value)
+        for key, sub in slot.fields(value):
+            if sub.violation(value.get(key)):
+                fixed[key] = _nearest(sub, value.get(key))
+                if fixed[key] is None:   # (null breaks no check: nothing mends this field)
+                    return None
+        return fixed
+    if isinstance(value, str):
+        fixed = re.sub(r"^([0-9]{4})-02-29", r"\1-02-28", re.sub(r"^0000-", "0001-", value))
+        return fixed if fixed != value else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    step = 1e-6 if "\\." in (slot.pattern or "") else 1  # a float's pattern has a fraction
+    for c in slot.checks:
+        if c.op == "ge":
+            value = max(value, c.bound)
+        elif c.op == "gt":
+            value = max(value, c.bound + step)
+        elif c.op == "le":
+            value = min(value, c.bound)
+        elif c.op == "lt":
+            value = min(value, c.bound - step)
+    return int(value) if step == 1 else float(value)
+
+
+def _fallbacks(d: Decoded, i):
+    """Next-best complete values of slot i: the model's, then the nearest valid one."""
+    yield from (ids for _, ids in alternatives(d, i))
+    canvas, s = d.canvas, d.canvas.slots[i]
+    try:
+        value = _nearest(s, s.value(canvas.slot_text(d.ids, i)))
+    except ExtractionError:
+        return
+    if value is not None:
+        ids = canvas.tokenizer.encode(s.render(value))
+        if d.automata[i].accepts(ids):
+            yield ids + [canvas.pad_id] * (s.budget - len(ids))
+
+
+def finish(d: Decoded) -> Any:
+    """Validate a decoded canvas, falling back to next-best values for fields that fail."""
+    canvas = d.canvas
+    tried: set[int] = set()
+    for _ in range(len(canvas.slots) + 1):  # each round repairs a different field
+        try:
+            for i, s in enumerate(canvas.slots):
+                if s.checked and not canvas.is_empty(d.ids, i):
+                    why = s.violation(s.value(canvas.slot_text(d.ids, i)))
+                    if why:
+                        raise ExtractionError(s.path, why)
+            return canvas.validate(d.ids)
+        except ExtractionError as e:
+            i = _slot_of(canvas, e.path)
+            if i is None:   # a check across fields (a model validator)
+                return _repair_record(d, e)
+            if i in tried or canvas.slots[i].kind == "choice":
+                raise
+            tried.add(i)
+            s = canvas.slots[i]
+            for alt in _fallbacks(d, i):
+                trial = d.ids[:s.start] + alt + d.ids[s.end:]
+                try:
+                    if s.violation(s.value(canvas.slot_text(trial, i))):
+                        continue
+                    canvas.validate(trial)   # also the schema's own checks of this field
+                except ExtractionError as other:
+                    if _slot_of(canvas, other.path) == i:
+                        continue   # still this field; another field's failure is the next round's
+                d.ids = trial
+                break
+            else:
+                raise ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
+    raise ExtractionError("", "could not produce a valid record")
+
+
+def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: int = 1024) -> Any:
+    """A check across fields failed: make the single-field change the model finds least
+    unlikely (its cost over the decoded value's) that gives a valid record, or re-raise.
+    Candidates: values of written slots made of tokens the model ranked there."""
+    canvas, best = d.canvas, None
+    for i, s in enumerate(canvas.slots):
+        if canvas.is_empty(d.ids, i):
+            continue
+        own = cost(d, i, d.ids[s.start:s.end])
+        for alt_cost, alt in alternatives(d, i, limit=per_slot, pops=pops, ranked_only=True):
+            if best is not None and alt_cost - own >= best[0]:
+                break   # best first: nothing later in this slot can do better
+            trial = d.ids[:s.start] + alt + d.ids[s.end:]
+            try:
+                record = canvas.validate(trial)
+            except ExtractionError:
+                continue
+            best = (alt_cost - own, trial, record)
+            break
+    if best is None:
+        raise error
+    d.ids = best[1]
+    return best[2]
+
+
+def _scores(d: Decoded, position: int) -> tuple[dict[int, float], float]:
+    """The remembered log-probs at a position, and the score of a token not among them."""
+    values, ids = d.top.get(position, ([], []))
+    ranked = {t: v for v, t in zip(values, ids) if math.isfinite(v)}
+    return ranked, min(ranked.values(), default=0.0) - UNRANKED
+
+
+def cost(d: Decoded, i, seq) -> float:
+    """How unlikely the model rated `seq` as slot i's tokens (minus its summed log-probs),
+    on the scale `alternatives` orders by; pads after the first count nothing."""
+    total, pad = 0.0, d.canvas.pad_id
+    for k, t in enumerate(seq):
+        ranked, floor = _scores(d, d.canvas.slots[i].start + k)
+        total -= ranked.get(t, floor)
+        if t == pad:
+            break
+    return total
+
+
+def alternatives(d: Decoded, i, limit: int = 64, pops: int = 4096, ranked_only: bool = False):
+    """Other complete token sequences for slot i, best first, as (cost, tokens), each accepted
+    by the slot's automaton: the fallbacks tried when the decoded value fails a check a regex
+    cannot express. A token scores its remembered log-prob at that position; tokens the
+    model did not rank in its top few score below all of those (UNRANKED), so every
+    value the automaton accepts is reachable, likely ones first; ranked_only: only the
+    tokens the model ranked, where it ranked any, and the end of the value (a much smaller search)."""
+    s, a, pad = d.canvas.slots[i], d.automata[i], d.canvas.pad_id
+    if s.kind == "choice":  # its other candidates
+        current = d.ids[s.start:s.end]
+        yield from sorted((cost(d, i, c), c) for c in a.candidates().tolist() if c != current)[:limit]
+        return
+    # Entries hold the state BEFORE their last token: the automaton steps only for the
+    # sequences popped, not for every token pushed.
+    heap = [(0.0, (), a.initial)]
+    found = 0
+    while heap and found < limit and pops > 0:
+        pops -= 1
+        total, seq, state = heapq.heappop(heap)
+        k = len(seq)
+        if k == s.budget or (seq and seq[-1] == pad):
+            out = list(seq) + [pad] * (s.budget - k)
+            if out != d.ids[s.start:s.end]:
+                found += 1
+                yield total, out
+            continue
+        if seq:
+            state = a.next(state, seq[-1])
+        ranked, floor = _scores(d, s.start + k)
+        tokens = a.allowed(state, s.budget - k).tolist()
+        if ranked_only and ranked:   # a position never scored keeps every token
+            tokens = [t for t in tokens if t in ranked or t == pad]
+        for t in tokens:
+            heapq.heappush(heap, (total - ranked.get(t, floor), seq + (t,), state))
