@@ -20,15 +20,15 @@ import time
 import traceback
 from pathlib import Path
 
-from .errors import CheckpointError, CloverError, ExtractionError
+from .errors import CheckpointError, CloverError, ExtractionError, UsageError
 
 SUFFIXES = (".txt", ".md", ".jsonl")   # what a directory contributes
 COUNT_BYTES = 64 << 20                 # count records for an ETA only below this much JSONL
 COMMANDS: dict = {}                    # name -> (function, help, arguments)
 
 
-class CliError(Exception):
-    """A known mistake on the command line; main prints it as one line and exits 2."""
+class CliError(UsageError):
+    """A mistake on the command line; main prints it as one line and exits 2."""
 
 
 def command(name: str, help: str, *arguments):
@@ -81,10 +81,10 @@ def load_spec(spec: str):
 
 
 def load_model(directory: str | None, device: str | None = None):
-    from . import load_model as _load
+    from .api import load_model as _load
     try:
         return _load(directory, device=device)
-    except ValueError as e:
+    except UsageError as e:
         raise CliError(f"--device {device}: {e}") from e
     except CheckpointError as e:
         if directory is None:
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.code
     try:
         return args.run(args)
-    except (CloverError, CliError, FileNotFoundError) as e:
+    except (CloverError, FileNotFoundError) as e:
         if os.environ.get("CLOVER_DEBUG", "0") not in ("", "0"):
             traceback.print_exc()
         text = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else str(e)

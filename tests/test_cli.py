@@ -185,7 +185,7 @@ def test_missing_inputs_and_bad_options(tmp_path, schema_file, capsys):
 def test_no_model_installed_is_one_clear_line(monkeypatch, capsys):
     def missing(path=None, **_):
         raise CheckpointError("the embedded model is not in this installation")
-    monkeypatch.setattr("clover_struct.load_model", missing)
+    monkeypatch.setattr("clover_struct.api.load_model", missing)
     assert run("info") == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "not in this installation" in err[0] and "--model DIR" in err[0]
