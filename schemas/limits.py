@@ -48,7 +48,7 @@ _TAIL = re.compile(r"(?:及以下|以下|以内)$")
 def read_radius(text: str) -> float:
     """A radius piece ('0.2NM', '半径500米', 'radius of 3 kilometres') -> metres (> 0)."""
     s = _normal(text)
-    s = re.sub(r"^(?:WI(?:THIN)? )?(?:A )?(?:RADIUS(?: OF)?|半径(?:为)?) ?", "", s)
+    s = re.sub(r"^(?:WI(?:THIN)? )?(?:A )?(?:(?:RADIUS(?: OF)?|半径(?:为)?) ?)?", "", s)
     s = re.sub(r" ?(?:RADIUS|范围内|范围)$", "", s)
     m = _QUANTITY.fullmatch(s)
     if m is None and re.search(r"\bMILES?\b", s):
