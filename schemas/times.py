@@ -139,14 +139,13 @@ def _utc(local: datetime, offset: float) -> datetime:
 
 def _read_local(s: str, default: datetime | None, text: str) -> tuple[datetime, bool, bool]:
     """A zone-free piece -> (naive datetime in the notice's clock, states a date?, states a clock?)."""
-    if m := re.fullmatch(r"(\d{10}|\d{12}) ?(?:EST)?", s):
-        digits = m[1] if len(m[1]) == 10 else m[1][2:]  # YYYYMMDDhhmm: this century, like YYMMDDhhmm
-        if len(m[1]) == 12 and not m[1].startswith("20"):
-            raise ValueError(f"cannot read {text!r} as a time: 12-digit times must be 20YYMMDDhhmm")
+    if m := re.fullmatch(r"(\d{10}) ?(?:EST)?", s):  # ICAO YYMMDDhhmm, the project's one reading of it
         try:
-            return parse_yymmddhhmm(digits).replace(tzinfo=None), True, True
+            return parse_yymmddhhmm(m[1]).replace(tzinfo=None), True, True
         except ValueError as e:
             raise ValueError(f"cannot read {text!r} as a time: {e}") from None
+    if m := re.fullmatch(r"(\d{4})(\d{2})(\d{2})(\d{2})(\d{2}) ?(?:EST)?", s):  # YYYYMMDDhhmm
+        return _build(*m.groups(), default, text)
     if re.search(r"[年月日号时点分午晚凌早傍]", s):
         m = _CHINESE.fullmatch(s.replace(" ", ""))
         if m is None or not any(m.groups()):

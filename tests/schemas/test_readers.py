@@ -342,6 +342,7 @@ def test_read_limit_rejects(text, match):
         ("2606011800 EST", 0, utc(2026, 6, 1, 18, 0)),  # EST: an estimate, not a zone
         ("2606011800EST", 0, utc(2026, 6, 1, 18, 0)),
         ("202606010700", 0, utc(2026, 6, 1, 7, 0)),
+        ("205001010000", 0, utc(2050, 1, 1, 0, 0)),  # four-digit years are taken as written
         ("2606010700", 8, utc(2026, 5, 31, 23, 0)),  # digits in Beijing time
         ("1200 UTC December 5, 2026", 0, utc(2026, 12, 5, 12, 0)),
         ("1200 UTC December 5, 2026", 8, utc(2026, 12, 5, 12, 0)),  # the piece names its clock
@@ -409,6 +410,7 @@ def test_read_time_fills_what_the_piece_leaves_out_from_default():
         ("1200 UTC 北京时间 December 5, 2026", "more than one clock"),
         ("0700-2000", "not a notation"),  # a range is read by read_time_range
         ("202606010700000", "not a notation"),
+        ("202613010700", "not a real date"),
     ],
 )
 def test_read_time_rejects(text, match):
