@@ -6,9 +6,15 @@
 copies the model (config.json, model.safetensors, tokenizer.json) from the run,
 writes training.json (the run's settings, steps, time, machine and last logged
 loss) and evaluation.json (evaluate.py's final line) beside it, and renders
-MODEL_CARD.md from those two files only, so every number in the card comes from
-them (tests/training/test_model_card.py re-renders the shipped card and compares).
+MODEL_CARD.md from those files and config.json only, so every number in the card
+comes from them (tests/test_embedded_model.py re-renders the shipped card and compares).
+The card says what the model is for, its measured limitations, its data, one row per
+training stage and its scores; the notes written as each stage ran are in training/LOG.md.
 Text after the NOTES marker in an existing card is kept: the human part.
+
+    python -m training.model_card --render
+
+renders the shipped card again from its files (after a change to this module), and
 
     python -m training.model_card --unpack runs/mini-6
 
@@ -78,6 +84,21 @@ def stages(t: dict) -> list[dict]:
     return (stages(t["before"]) if t.get("before") else []) + [t]
 
 
+def machine_kind(stage: dict) -> str:
+    """GPU or CPU: the device the stage's command names (a CPU run names none)."""
+    device = re.search(r" --device (\S+)", stage["command"])
+    return "GPU" if device and device[1] != "cpu" else "CPU"
+
+
+def machine_minutes(training: dict) -> dict[str, tuple[float, list[str]]]:
+    """Minutes of training on each kind of machine, with the machines of that kind, first first."""
+    kinds: dict[str, tuple[float, list[str]]] = {}
+    for s in stages(training):
+        minutes, machines = kinds.get(machine_kind(s), (0.0, []))
+        kinds[machine_kind(s)] = (minutes + s["minutes"], machines + [s["machine"]] * (s["machine"] not in machines))
+    return {kind: (round(minutes, 1), machines) for kind, (minutes, machines) in kinds.items()}
+
+
 def render(config: dict, training: dict, evaluation: dict) -> str:
     """The generated part of the card: every number in it is read from the three dicts."""
     c, t = config, training
@@ -86,8 +107,20 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
     lines = [
         "# clover-mini",
         "",
-        "The model that ships inside clover-struct: `clover_struct.load_model()` with no argument loads it.",
-        "It was trained by us from scratch on generated data only.",
+        f"clover-mini is the model that ships inside clover-struct: a block diffusion model of {params:,} parameters,",
+        "trained by us from scratch on generated data only, that extracts NOTAM, no-fly-zone and drone-dispatch",
+        "records. `clover_struct.load_model()` with no argument loads it, and `clover_struct.extract` uses it",
+        "when given no model.",
+        "",
+        "## Intended use",
+        "",
+        "Extracting NOTAM, no-fly-zone and drone-dispatch records from English and Chinese notices and messages,",
+        "as the embedded default model of clover-struct, on a CPU. It is a demonstration and test model, not for",
+        "operational flight decisions.",
+        "",
+        "## Limitations",
+        "",
+        *_limitations(evaluation),
         "",
         "## Architecture",
         "",
@@ -107,21 +140,17 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         "",
     ]
     chain = stages(t)
-    for k, s in enumerate(chain):
-        a = s["args"]
-        origin = ("tokenizer trained by the same command" if k == 0 else
-                  f"from the weights and tokenizer of stage {k}, with a new optimizer and lr schedule")
-        lines += [f"- {f'stage {k + 1}: ' if len(chain) > 1 else ''}`{s['command']}` ({origin})",
-                  f"  - machine: {s['machine']}",
-                  f"  - {s['steps']:,} steps in {s['minutes']:g} minutes; batches of about {a['batch_tokens']:,} "
-                  f"tokens, AdamW lr {a['lr']:g}; shares of steps: " + ", ".join(f"{kind} {share:g}" for kind, share in a["mix"].items())]
-        if a.get("warm_steps"):
-            warm = a.get("warm_mix") or a["mix"]
-            lines.append(f"  - the first {a['warm_steps']:,} steps are causal (next-token loss on every slot token of "
-                         f"the clean canvas) on {', '.join(f'{kind} {share:g}' for kind, share in warm.items())}; the rest block diffusion")
-        if s.get("last_log"):
-            last = s["last_log"]
-            lines.append(f"  - last logged loss {last['loss']:g}, accuracy on masked value tokens {last['acc_value']:g}")
+    if len(chain) > 1:
+        lines += ["The first stage trains the tokenizer; each stage after it starts from the weights and tokenizer of",
+                  "the one before, with a new optimizer and lr schedule.", ""]
+    lines += ["| stage | machine | steps | minutes | lr | last loss |", "|---|---|---|---|---|---|"]
+    for k, s in enumerate(chain, 1):
+        loss = f"{s['last_log']['loss']:g}" if s.get("last_log") else "-"
+        lines.append(f"| {k} | {machine_kind(s)} | {s['steps']:,} | {s['minutes']:g} | {s['args']['lr']:g} | {loss} |")
+    reproduce = f"`python -m training.reproduce --out {RUN_DIR}`"
+    lines += ["", f"The exact command of each stage is in training.json, and {reproduce} runs them all again.", "",
+              "Minutes in all: " + ", ".join(f"{minutes:g} on {kind} ({'; '.join(machines)})"
+                                             for kind, (minutes, machines) in machine_minutes(t).items()) + "."]
     lines += ["", "## Scores", "",
               "`python training/evaluate.py` (generated sets use evaluation seeds the training never draws):", "",
               "| set | n | valid | field EM | record EM | s / record |", "|---|---|---|---|---|---|"]
@@ -134,7 +163,7 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
         if r and r.get("per_field"):
             lines += ["", f"Per field, {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in r["per_field"].items()) + "."]
     if j := evaluation.get("judgments"):
-        t = j["model_only"]
+        m = j["model_only"]
         lines += ["", f"Linked judgments ({j['n']} cases, 8 answers each), decided as the library decides them "
                       f"(`clover_struct.airspace.flight.judge_flight`, as `examples/dispatch_demo.py` does): the model "
                       f"extracts the zones of the {j['notices']} notices ({j['failed_notices']} failed), code computes "
@@ -144,8 +173,8 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
                       f"jointly ({j['violations']} rule violations), {j['alone_accuracy']:.3f} answering each open "
                       f"question on its own ({j['alone_violations']} cases violating a rule); from the true zones' "
                       f"geometry, {j['accuracy_true_geometry']:.3f}. The model alone answering all eight from the "
-                      f"text, geometry included: {t['accuracy']:.3f} jointly ({t['violations']} rule violations), "
-                      f"{t['alone_accuracy']:.3f} each on its own ({t['alone_violations']} cases violating a rule)."]
+                      f"text, geometry included: {m['accuracy']:.3f} jointly ({m['violations']} rule violations), "
+                      f"{m['alone_accuracy']:.3f} each on its own ({m['alone_violations']} cases violating a rule)."]
     if evaluation.get("real_dev"):
         lines += ["", "Real dev notices, Q-line fields, location and validity: "
                       f"{_rate(evaluation['real_dev']['qline_location_validity_em'])} field exact match."]
@@ -156,6 +185,42 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
             shown = _rate(got) if (round(got, 3) >= bar) == (got >= bar) else f"{got:.4f}"   # 0.9795, not 0.980
             lines.append(f"- {key} {metric}: {shown} (target {bar:g}) {'met' if got >= bar else 'NOT met'}")
     return "\n".join(lines) + "\n"
+
+
+def _limitations(evaluation: dict) -> list[str]:
+    """The measured limitations, each with its figure from the evaluation (a set it lacks is left out)."""
+    lines = ["- It was trained on generated data only. "]
+    if real := evaluation.get("real_dev"):
+        lines[0] += (f"Real notices are scored here only for the NOTAM Q-line fields, location and validity ({real['n']} "
+                     f"real dev notices, {_rate(real['qline_location_validity_em'])} field exact match); its scores on "
+                     "real notices outside those fields, and on real drone notices and dispatch messages, are not "
+                     "established by this card.")
+    else:
+        lines[0] += "No real notice is scored here: its scores on real notices are not established by this card."
+    if z := evaluation.get("zones"):
+        weakest = "; weakest fields " + ", ".join(f"{f} {v}" for f, v in _weakest(z, 3)) if z.get("per_field") else ""
+        lines.append(f"- No-fly-zone notices (`zones`): field exact match {_rate(z['field_em'])}, a whole record "
+                     f"right in {z['record_em']:.3f}{weakest}.")
+    if d := evaluation.get("dispatch"):
+        lines.append(f"- Dispatch messages (`dispatch`): field exact match {_rate(d['field_em'])}, but a whole record "
+                     f"right in only {d['record_em']:.3f}.")
+    if h := evaluation.get("heldout_family"):
+        weakest = ("but its weakest field, {}, only {}".format(*_weakest(h, 1)[0]) if h.get("per_field") else
+                   f"a whole record right in {h['record_em']:.3f}")
+        lines.append(f"- The NOTAM layout never drawn in training (`heldout_family`): field exact match "
+                     f"{_rate(h['field_em'])}, {weakest}.")
+    if j := evaluation.get("judgments"):
+        lines.append(f"- Flight judgments from the text alone, geometry included: accuracy "
+                     f"{j['model_only']['accuracy']:.3f}; the library leaves the geometry to code, computed from the "
+                     f"zones the model reads (`judge_flight`: {j['accuracy']:.3f}; from the true zones, "
+                     f"{j['accuracy_true_geometry']:.3f}).")
+    lines.append("- What is known to be wrong, and what each training stage changed: `training/LOG.md`.")
+    return lines
+
+
+def _weakest(result: dict, k: int) -> list[tuple[str, str]]:
+    """The k lowest fields of a set, lowest first, each with its exact match as the card shows it."""
+    return [(name, _rate(value)) for name, value in sorted(result["per_field"].items(), key=lambda kv: kv[1])[:k]]
 
 
 def _rate(x: float) -> str:
@@ -173,9 +238,16 @@ def write(run: Path, evaluation_file: Path, out: Path, hardware: str | None = No
     training = {**training_summary(run, hardware), "parameters": parameters}
     (out / "training.json").write_text(json.dumps(training, indent=2) + "\n")
     shutil.copyfile(evaluation_file, out / "evaluation.json")
-    card = out / "MODEL_CARD.md"
-    notes = card.read_text().partition(NOTES)[2] if card.is_file() else "\n"
-    card.write_text(render_dir(out) + "\n" + NOTES + notes)
+    return render_card(out)
+
+
+def render_card(directory: Path, notes: str | None = None) -> Path:
+    """MODEL_CARD.md in `directory` rendered again from the files beside it, followed by `notes`,
+    or by the hand-written text after the NOTES marker of the card there now."""
+    card = directory / "MODEL_CARD.md"
+    if notes is None:
+        notes = card.read_text().partition(NOTES)[2] if card.is_file() else "\n"
+    card.write_text(render_dir(directory) + "\n" + NOTES + notes)
     return card
 
 
@@ -214,13 +286,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hardware", help="the training machine, when the run did not record it")
     ap.add_argument("--unpack", type=Path, metavar="DIR",
                     help="instead: make DIR a run directory holding the model in --out, to --init a next stage")
+    ap.add_argument("--render", action="store_true",
+                    help="instead: render the card in --out again from the files beside it, keeping its notes")
     args = ap.parse_args(argv)
     if args.unpack:
         print(unpack(args.out, args.unpack))
+    elif args.render:
+        print(render_card(args.out))
     elif args.run and args.evaluation:
         print(write(args.run, args.evaluation, args.out, args.hardware))
     else:
-        ap.error("give --run and --evaluation, or --unpack DIR")
+        ap.error("give --run and --evaluation, --unpack DIR or --render")
     return 0
 
 
