@@ -7,7 +7,7 @@
 #   scripts/setup.sh test     plus the test extra (pytest, hypothesis, transformers, outlines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+PY=${PYTHON:-python3}   # the Makefile exports the same PYTHON
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
 extra=""
 case "${1:-}" in test) extra="[test]" ;; demo) extra="[demo]" ;; esac

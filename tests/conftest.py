@@ -1,4 +1,5 @@
-"""Shared fixtures: toy tokenizers small enough that every automaton builds in milliseconds."""
+"""Shared fixtures: toy tokenizers small enough that every automaton builds in milliseconds, tiny
+random models and a scripted model for the decoder (tiny_models.py), and the --slow switch."""
 
 import pytest
 import torch
@@ -6,6 +7,7 @@ from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from clover_struct.engine.tokenizer import Tokenizer
+from tiny_models import tiny_model
 
 # Multi-character tokens a JSON canvas is made of, as BPE merges (each merge adds one token).
 MERGES = [("{", '"'), ('"', ":"), ('":', " "), ('": ', '"'), (",", " "), (", ", '"'), ('"', "}")]
@@ -72,3 +74,23 @@ def no_tf32():
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     yield
     torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+
+
+# ---- the slow tests: deselected by default, run by `make test` (CI) with --slow --------------------
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", help="also run the tests marked slow (make test and CI do)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+@pytest.fixture
+def make_tiny_model():
+    """tiny_models.tiny_model: a tiny random Clover model over a tokenizer."""
+    return tiny_model

@@ -112,6 +112,7 @@ def test_stdout_json_summary_and_a_pydantic_class(tmp_path, model_dir, monkeypat
     assert not (tmp_path / "z.errors.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_exactly_the_uninterrupted_output(tmp_path, model_dir, schema_file):
     feed = tmp_path / "feed.jsonl"
     rows = [json.dumps({"text": f"notice {i}: zone {chr(97 + i) * (1 + i % 4)}"}) for i in range(12)]

@@ -3,19 +3,10 @@
 from typing import Literal, Optional
 
 import pytest
-import torch
 from pydantic import BaseModel, Field
 
 from clover_struct import ExtractionError, UsageError, extract, extract_many
-from clover_struct.engine.config import preset
-from clover_struct.engine.model import CloverModel
-
-
-def tiny_model(tok, *, block_size=64, std=0.02, seed=0, **overrides):
-    torch.manual_seed(seed)
-    config = preset("tiny", vocab_size=tok.vocab_size, mask_token_id=tok.mask_id, pad_token_id=tok.pad_id,
-                    eos_token_id=tok.eos_id, block_size=block_size, **overrides)
-    return CloverModel(config, tok).init_weights(std=std).eval()
+from tiny_models import tiny_model, without_prefill_step
 
 
 class Six(BaseModel):
@@ -106,6 +97,7 @@ def test_a_confident_model_commits_many_tokens_per_step(toy_tokenizer):
     assert trace.tokens_per_forward > len(Six.model_fields)
 
 
+@pytest.mark.slow
 def test_a_batch_equals_each_text_alone(toy_tokenizer):
     model = tiny_model(toy_tokenizer, block_size=32, std=0.5)
     texts = [("notice " * (1 + i % 7) + str(i))[: 5 + 3 * i] for i in range(32)]
@@ -204,14 +196,6 @@ def test_without_the_prefix_cache_the_result_is_the_same(toy_tokenizer):
         assert a == b and ta.steps == tb.steps
         # cached, the prompt and each finished block go into the next block's first step
         assert ta.forward_passes == tb.forward_passes == tb.steps
-
-
-def without_prefill_step(model):
-    """`model` with prefill, step and commit only (the decoder's contract): the prompt gets a pass of its own."""
-    class Plain:
-        config, tokenizer, device = model.config, model.tokenizer, model.device
-        prefill, step, commit = model.prefill, model.step, model.commit
-    return Plain()
 
 
 def test_a_model_without_prefill_step_gives_the_same_records_in_one_pass_more_per_block(toy_tokenizer):

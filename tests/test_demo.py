@@ -213,6 +213,7 @@ def model_dir(tmp_path_factory, toy_byte_tokenizer):
     return str(save_model(model, tmp_path_factory.mktemp("model")))
 
 
+@pytest.mark.slow
 def test_run_end_to_end_on_a_random_model(model_dir, tmp_path):
     out = io.StringIO()
     summary = run(model_dir, tmp_path / "out", batch_size=10, baseline=True, stream=out)
@@ -229,6 +230,7 @@ def test_run_end_to_end_on_a_random_model(model_dir, tmp_path):
     assert report.count("FAILED:") == failed and "route check" in report
 
 
+@pytest.mark.slow
 def test_the_one_token_baseline_runs_only_when_asked(model_dir, tmp_path):
     out = io.StringIO()
     summary = run(model_dir, tmp_path / "out", batch_size=20, stream=out)

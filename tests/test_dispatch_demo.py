@@ -8,7 +8,7 @@ import pytest
 from clover_struct.airspace.geometry import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.airspace import CircleArea, Limit, NoFlyZone, Position
-from test_decoder import tiny_model
+from tiny_models import tiny_model
 
 spec = importlib.util.spec_from_file_location("dispatch_demo", Path(__file__).parents[1] / "examples/dispatch_demo.py")
 demo = importlib.util.module_from_spec(spec)

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 from clover_struct import ExtractionError, SchemaError
 from clover_struct.linked import decide, exactly_one, excludes, implies, predicate
 from clover_struct.schemas.dispatch import Action, DispatchJudgments, judgment_rules_hold
-from test_decoder import tiny_model, without_prefill_step
+from tiny_models import tiny_model, without_prefill_step
 
 
 class Triage(BaseModel):

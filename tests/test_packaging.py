@@ -5,9 +5,12 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_wheel_holds_the_package_and_the_embedded_model(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(tmp_path)], check=True, capture_output=True)

@@ -174,6 +174,7 @@ def _names(path: str) -> set[str]:
     return set(re.split(r"[.\[\]<>]+", path))
 
 
+@pytest.mark.slow
 def test_any_schema_any_text_gives_a_valid_instance(models):
     decoded = []
 

@@ -69,7 +69,7 @@ def verdict_example(rng: random.Random):
 def flag_example(rng: random.Random):
     """A zone notice, for its uas_only alone (ONLY). In a zone row with every decision masked
     the flag is 5 of ~280 loss weights, too little to move it off its prior; scored alone it
-    is learned (the model card's notes, "Zones, what is wrong", have the measurements)."""
+    is learned (training/LOG.md has the measurements)."""
     return sample("zone", rng)[1:]
 
 

@@ -281,7 +281,7 @@ def parser() -> argparse.ArgumentParser:
     # the miss is each task's kind tag (nearly always waypoint_changed), which 80 steps do not
     # teach. (Without whole choice slots, an absent item's empty tag, scored over the tag's
     # whole span, lost its trailing pads and every message got eight items.) The shipped model's
-    # stages 1-6 used "all", its stages 7-13 and 15 "decisions".
+    # stages 1-6 used "all", its stages 7-17 "decisions".
     p.add_argument("--loss-on", choices=("all", "decisions"), default="all",
                    help="diffusion objective: the masked positions the loss reads: all, or only the value "
                         "tokens, the pad ending each value and whole choice slots (the decoder writes the "

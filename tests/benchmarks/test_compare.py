@@ -31,6 +31,8 @@ from benchmarks.twin import EngineTwin, OutlinesTwin  # noqa: E402
 KEYS = {"n", "field_em", "forward_passes_per_record", "tokens_per_forward", "seconds_per_record", "valid_rate",
         "peak_mb"}
 
+pytestmark = pytest.mark.slow   # runs the benchmark end to end: a minute on 2 cores
+
 
 def tiny(tok, seed, std):
     torch.manual_seed(seed)

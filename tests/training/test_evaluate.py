@@ -55,6 +55,7 @@ def test_sets_runs_only_the_sets_named(monkeypatch, capsys):
         ev.main(["--quick", "--sets", "dispach"])
 
 
+@pytest.mark.slow
 def test_judgments_take_the_geometric_facts_from_the_extracted_zones(monkeypatch):
     """The geometric answers come from the zones extracted from each notice: from the true
     zones they are all right, and from failed notices (no zones) they say nothing is crossed."""

@@ -1,0 +1,80 @@
+"""The decoder against a scripted model: exact forward passes, commits per step, cache policy."""
+
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from clover_struct.constraints import compile_canvas
+from clover_struct.decoder import decode
+from clover_struct.schema_walk import build_canvas
+from tiny_models import MockModel
+
+
+class Pair(BaseModel):
+    code: str = Field(pattern=r"^[A-Z]{4}$")
+    note: str = Field(max_length=6)
+    flag: Literal["yes", "no"]
+
+
+def setup(tok, values: dict, prompt=(5, 6, 7), **mock):
+    """The canvas of Pair, a script that spells `values` in its slots, and a MockModel."""
+    canvas = build_canvas(Pair, tok)
+    gold = canvas.fill(values)
+    script = {c: t for c, t in enumerate(gold)}
+    return canvas, compile_canvas(canvas, tok), MockModel(tok, script, len(prompt), **mock), list(prompt)
+
+
+def test_a_confident_model_fills_the_canvas_in_one_pass(toy_tokenizer):
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"})
+    (d,) = decode(model, [prompt], [canvas], [automata])
+    assert canvas.validate(d.ids) == Pair(code="EGTT", note="ab", flag="no")
+    assert model.calls == ["prefill_step"] and d.trace.forward_passes == d.trace.steps == 1
+    assert d.trace.tokens_per_step == [sum(s.budget for s in canvas.slots)]
+
+
+def test_below_the_threshold_each_slot_commits_one_token_a_step(toy_tokenizer):
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"}, p=0.6)
+    (d,) = decode(model, [prompt], [canvas], [automata], threshold=0.9)
+    code = canvas.slots[0]
+    assert canvas.validate(d.ids).code == "EGTT"
+    # the code slot takes one token a step (its four letters, then it is full); the note ends at its pad
+    assert d.trace.steps == code.budget and model.calls == ["prefill_step"] + ["step"] * (code.budget - 1)
+
+
+def test_without_the_cache_every_step_encodes_the_prompt_again(toy_tokenizer):
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"}, p=0.6)
+    (d,) = decode(model, [prompt], [canvas], [automata], use_cache=False)
+    assert set(model.calls) == {"prefill_step"} and len(model.calls) == d.trace.steps == d.trace.forward_passes
+
+
+@pytest.mark.parametrize("block", [8, 16])
+def test_each_block_after_the_first_commits_the_one_before_in_its_first_pass(toy_tokenizer, block):
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"},
+                                            block_size=block)
+    (d,) = decode(model, [prompt], [canvas], [automata])
+    starts = [b for b in canvas.spans(block) if any(b[0] <= s.start < b[1] for s in canvas.slots)]
+    touched = [b for b in canvas.spans(block) if any(s.start < b[1] and b[0] < s.end for s in canvas.slots)]
+    assert canvas.validate(d.ids).flag == "no"
+    # one pass a block (confident: one step each), every one of them a prefill_step
+    assert model.calls == ["prefill_step"] * d.trace.forward_passes
+    assert len(starts) <= d.trace.forward_passes <= len(touched)
+
+
+def test_known_values_are_written_before_the_first_pass(toy_tokenizer):
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"})
+    known = {0: toy_tokenizer.encode("LFPG")}
+    (d,) = decode(model, [prompt], [canvas], [automata], known=[known])
+    assert canvas.validate(d.ids).code == "LFPG" and d.trace.settled_at["code"] == 0
+
+
+def test_a_value_the_automaton_refuses_is_never_committed(toy_tokenizer):
+    """The script spells a lowercase code; the pattern allows capitals only, so the decoder takes
+    the model's best allowed tokens instead and the record stays valid."""
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"})
+    start = canvas.slots[0].start
+    for k, ch in enumerate("egtt"):
+        model.script[start + k] = toy_tokenizer.encode(ch)[0]
+    (d,) = decode(model, [prompt], [canvas], [automata])
+    code = canvas.validate(d.ids).code
+    assert code.isupper() and len(code) == 4
