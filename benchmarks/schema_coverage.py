@@ -32,7 +32,9 @@ format (written from RFC 1123, RFC 3986 and RFC 3339), so a format is never sile
 unchecked; the run says which ones it added.
 
 Prints a table (counts and shares per class, refusals by reason, silent failures, crashes,
-times p50/p99/max for layout, compile and the whole extraction) and, last, one JSON line with
+seconds p50/p99/max of layout (build_canvas), automata (compile_canvas), the decode (the
+extract call) and the whole extraction (all three, or as far as the schema got; a refusal's
+is its layout's)) and, last, one JSON line with
 the same figures. With --json, one JSON line per schema, then that summary line, no table.
 """
 
@@ -227,7 +229,9 @@ def _worker(conn, model_dir, layout_only, text, threads):
             if layout_only:
                 outcome = ("laid_out", f"{len(canvas.ids)} tokens, {len(canvas.slots)} slots")
             else:
+                t = time.perf_counter()
                 value = extract(text, job, model=model)   # the canvas and automata come from the caches
+                times["extract"] = time.perf_counter() - t
                 outcome = ("instance", value)
         except SchemaError as e:
             outcome = ("refused", e.message)
@@ -372,7 +376,7 @@ def run(args) -> dict:
         "crashes": [{"file": r["file"], "message": r["message"]} for r in records if r["class"] == "crash"],
         "timeouts": [r["file"] for r in records if r["class"] == "timeout"],
         "times": {k: percentiles([r["times"][k] for r in records if k in r["times"]])
-                  for k in ("layout", "compile", "total")},
+                  for k in ("layout", "compile", "extract", "total")},
         "model_load_seconds": [round(s, 2) for s in worker.load_seconds],
         "format_checks_added": added, "timeout_s": args.timeout,
     }
@@ -401,9 +405,11 @@ def print_table(s: dict) -> None:
     if s["timeouts"]:
         print(f"\ntimeouts (over {s['timeout_s']:g} s): {', '.join(s['timeouts'])}")
     print(f"\n{'seconds':18} {'n':>6} {'p50':>9} {'p99':>9} {'max':>9}")
-    names = {"layout": "layout", "compile": "automata", "total": "layout+extract" if s["mode"] == "full"
-             else "layout+automata"}
+    names = {"layout": "layout", "compile": "automata", "extract": "extract (decode)",
+             "total": "whole extraction" if s["mode"] == "full" else "layout+automata"}
     for k, t in s["times"].items():
+        if k == "extract" and s["mode"] != "full":
+            continue
         cells = [f"{t[p]:>9.4f}" if t[p] is not None else f"{'-':>9}" for p in ("p50", "p99", "max")]
         print(f"{names[k]:18} {t['n']:>6} {' '.join(cells)}")
     if s["skipped"]:
