@@ -334,6 +334,10 @@ def classify(schema, kind, detail):
     return ("valid", None) if why is None else ("invalid", why)
 
 
+def _folder(rel: str) -> str:
+    return rel.split("/")[0] if "/" in rel else "."
+
+
 def run(args) -> dict:
     root = Path(args.dir)
     files = sorted(p for p in root.rglob("*.json") if p.is_file()) if root.is_dir() else [root]
@@ -371,8 +375,12 @@ def run(args) -> dict:
         "skipped": dict(skipped.most_common()),
         "classes": {c: counts.get(c, 0) for c in classes},
         "shares": {c: round(counts.get(c, 0) / n, 4) if n else 0.0 for c in classes},
+        "by_folder": {folder: {c: sum(r["class"] == c for r in records if _folder(r["file"]) == folder) for c in classes}
+                      for folder in sorted({_folder(r["file"]) for r in records})},
         "refusals": dict(Counter(reason_key(r["message"]) for r in records if r["class"] == "refused").most_common()),
         "invalid": [{"file": r["file"], "message": r["message"]} for r in records if r["class"] == "invalid"],
+        "extraction_errors": [{"file": r["file"], "message": r["message"]} for r in records
+                              if r["class"] == "extraction_error"],
         "crashes": [{"file": r["file"], "message": r["message"]} for r in records if r["class"] == "crash"],
         "timeouts": [r["file"] for r in records if r["class"] == "timeout"],
         "times": {k: percentiles([r["times"][k] for r in records if k in r["times"]])
@@ -390,6 +398,10 @@ def print_table(s: dict) -> None:
     for c, k in s["classes"].items():
         print(f"{c:18} {k:>6} {s['shares'][c]:>7.1%}")
     print(f"{'total':18} {s['schemas']:>6}")
+    if len(s["by_folder"]) > 1:
+        print(f"\n{'folder':18} " + " ".join(f"{c[:10]:>10}" for c in s["classes"]))
+        for folder, counts in s["by_folder"].items():
+            print(f"{folder[:18]:18} " + " ".join(f"{k:>10}" for k in counts.values()))
     if s["refusals"]:
         print("\nrefusals by reason (first words)")
         for reason, k in s["refusals"].items():
@@ -397,6 +409,10 @@ def print_table(s: dict) -> None:
     if s["invalid"]:
         print("\ninvalid: an instance the validator rejects (silent failures)")
         for r in s["invalid"]:
+            print(f"  {r['file']}: {r['message'][:300]}")
+    if s.get("extraction_errors"):
+        print("\nextraction errors")
+        for r in s["extraction_errors"]:
             print(f"  {r['file']}: {r['message'][:300]}")
     if s["crashes"]:
         print("\ncrashes")

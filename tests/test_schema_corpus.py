@@ -181,6 +181,8 @@ def test_coverage_layout_only_over_the_corpus_prints_a_table_and_a_summary():
     assert sum(summary["classes"].values()) == summary["schemas"] == len(FILES)
     assert abs(sum(summary["shares"].values()) - 1) < 1e-3
     assert sum(summary["refusals"].values()) == summary["classes"]["refused"]
+    assert {f: sum(c.values()) for f, c in summary["by_folder"].items()} == \
+        {f: sum(x.startswith(f + "/") for x in FILES) for f in ("keywords", "realistic")}
     assert len(summary["crashes"]) == summary["classes"]["crash"]
     assert summary["times"]["total"]["n"] == len(FILES) - summary["classes"]["timeout"]
 
