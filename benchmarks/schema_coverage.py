@@ -10,9 +10,9 @@ skipped and counted under its reason; a schema object or a boolean schema is run
 
 Each schema is run in a worker process that loaded the model once (`--model DIR`, default the
 embedded clover-mini): the canvas is built (layout), its automata compiled, and, unless
---layout-only, `clover_struct.extract(TEXT, schema)` runs. The parent waits at most --timeout
-seconds per schema; a worker past it is killed (and a fresh one started for the next schema),
-so nothing can hang the run. Outcomes:
+--layout-only, `clover_struct.extract(TEXT, schema)` runs and its instance is validated. The
+parent waits at most --timeout seconds per schema; a worker past it is killed (and a fresh one
+started for the next schema), so nothing can hang the run. Outcomes:
 
   valid             an instance came back and jsonschema validates it against the ORIGINAL
                     schema, with the validator of its `$schema` (2020-12 when there is none)
@@ -33,8 +33,8 @@ unchecked; the run says which ones it added.
 
 Prints a table (counts and shares per class, refusals by reason, silent failures, crashes,
 seconds p50/p99/max of layout (build_canvas), automata (compile_canvas), the decode (the
-extract call) and the whole extraction (all three, or as far as the schema got; a refusal's
-is its layout's)) and, last, one JSON line with
+extract call) and the whole extraction (all three and the validation, or as far as the
+schema got: a refusal's is its layout's)) and, last, one JSON line with
 the same figures. With --json, one JSON line per schema, then that summary line, no table.
 """
 
@@ -227,23 +227,25 @@ def _worker(conn, model_dir, layout_only, text, threads):
             compile_canvas(canvas, tok, vocab_size=cfg.vocab_size)
             times["compile"] = time.perf_counter() - t
             if layout_only:
-                outcome = ("laid_out", f"{len(canvas.ids)} tokens, {len(canvas.slots)} slots")
+                outcome = ("laid_out", f"{len(canvas.ids)} tokens, {len(canvas.slots)} slots", None)
             else:
                 t = time.perf_counter()
                 value = extract(text, job, model=model)   # the canvas and automata come from the caches
                 times["extract"] = time.perf_counter() - t
-                outcome = ("instance", value)
+                why = violation(job, value)   # here, so that the time limit covers the validator too
+                outcome = ("valid", None, value) if why is None else ("invalid", why, value)
         except SchemaError as e:
-            outcome = ("refused", e.message)
+            outcome = ("refused", e.message, None)
         except ExtractionError as e:
-            outcome = ("extraction_error", str(e))
+            outcome = ("extraction_error", str(e), None)
         except Exception as e:   # noqa: BLE001 - a crash is an outcome
-            outcome = ("crash", f"{type(e).__name__}: {e}")
+            outcome = ("crash", f"{type(e).__name__}: {e}", None)
         times["total"] = time.perf_counter() - start
+        kind, detail, value = outcome
         try:
-            conn.send((*outcome, times))
+            conn.send((kind, detail, times, value))
         except Exception as e:   # noqa: BLE001 - e.g. a value that does not pickle
-            conn.send(("crash", f"{type(e).__name__}: {e}", times))
+            conn.send(("crash", f"{type(e).__name__}: {e}", times, None))
 
 
 class Worker:
@@ -271,19 +273,19 @@ class Worker:
         self.source = source
 
     def run(self, schema, timeout: float):
-        """(kind, detail, times) for one schema; kind "timeout" or "crash" if the worker did not answer."""
+        """(class, message, times, instance) for one schema; "timeout" or "crash" if the worker did not answer."""
         if self.proc is None or not self.proc.is_alive():
             self.start()
         self.conn.send(schema)
         if not self.conn.poll(timeout):
             self.stop()
-            return "timeout", f"no answer within {timeout:g} s", {}
+            return "timeout", f"no answer within {timeout:g} s", {}, None
         try:
             return self.conn.recv()
         except (EOFError, OSError):
             code = self.proc.exitcode
             self.stop()
-            return "crash", f"the worker died (exit code {code})", {}
+            return "crash", f"the worker died (exit code {code})", {}, None
 
     def stop(self):
         if self.proc is not None:
@@ -326,14 +328,6 @@ def percentiles(values: list[float]) -> dict:
     return {"n": len(v), "p50": round(rank(0.5), 4), "p99": round(rank(0.99), 4), "max": round(v[-1], 4)}
 
 
-def classify(schema, kind, detail):
-    """(class, message) of one worker answer."""
-    if kind != "instance":
-        return kind, detail
-    why = violation(schema, detail)
-    return ("valid", None) if why is None else ("invalid", why)
-
-
 def _folder(rel: str) -> str:
     return rel.split("/")[0] if "/" in rel else "."
 
@@ -355,12 +349,11 @@ def run(args) -> dict:
                 if args.json:
                     print(json.dumps({"file": rel, "skipped": why}), flush=True)
                 continue
-            kind, detail, times = worker.run(schema, args.timeout)
-            cls, message = classify(schema, kind, detail)
+            cls, message, times, value = worker.run(schema, args.timeout)
             rec = {"file": rel, "class": cls, "message": message,
                    "times": {k: round(v, 4) for k, v in times.items()}}
-            if cls == "valid" and args.show_values:
-                rec["value"] = detail
+            if args.show_values and value is not None:
+                rec["value"] = value
             records.append(rec)
             if args.json:
                 print(json.dumps(rec, ensure_ascii=False, default=str), flush=True)
@@ -450,7 +443,7 @@ def main(argv=None) -> int:
                    help="only build the canvas and compile its automata (no decoding)")
     p.add_argument("--limit", type=int, default=0, help="only the first N files")
     p.add_argument("--threads", type=int, default=1, help="torch threads in the worker (default 1)")
-    p.add_argument("--show-values", action="store_true", help="with --json, the valid instances too")
+    p.add_argument("--show-values", action="store_true", help="with --json, the instances too")
     args = p.parse_args(argv)
     summary = run(args)
     if not args.json:
