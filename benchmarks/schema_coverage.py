@@ -205,7 +205,7 @@ def _worker(conn, model_dir, layout_only, text, threads):
             torch.set_num_threads(threads)
         from clover_struct import ExtractionError, SchemaError, extract, load_model
         from clover_struct.constraints import compile_canvas
-        from clover_struct.layout import build_canvas
+        from clover_struct.schema_walk import build_canvas
 
         t = time.perf_counter()
         model = load_model(model_dir) if model_dir else load_model()

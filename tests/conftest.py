@@ -82,12 +82,15 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--slow"):
-        return
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    if slow:
-        config.hook.pytest_deselected(items=slow)
-        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+    """Deselect the slow tests unless --slow, and the schema corpus unless asked for by -m corpus
+    (it is the yardstick of the schema work still open: tests/schema_corpus/README.md)."""
+    off = set() if config.getoption("--slow") else {"slow"}
+    if "corpus" not in (config.getoption("-m") or ""):
+        off.add("corpus")
+    dropped = [item for item in items if any(item.get_closest_marker(m) for m in off)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 @pytest.fixture
