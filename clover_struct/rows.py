@@ -1,0 +1,277 @@
+"""One canvas being decoded: its state, and how a step commits tokens to it.
+
+`Row` holds a canvas's ids as decoding fills them, which slots are done, which groups
+(list items, optional objects, union variants) are present, and the alternatives the
+model ranked at each decided position. `decode_slot` is the selection rule of one slot
+in one step: its next token always (left to right inside the slot, among the tokens its
+automaton allows), more while the model is confident (`threshold`); a choice slot is
+settled whole, as the best-scoring candidate. Knows nothing of models: log-probs in.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import torch
+
+TOP = 8  # alternatives remembered per position, for fallbacks when a value fails its checks
+_TORCH_MASKS: dict[int, tuple] = {}  # id(numpy mask) -> (the mask, kept alive; its torch copy)
+
+
+@dataclass
+class Trace:
+    forward_passes: int = 0                   # model calls: prefill, denoising steps, block commits
+    steps: int = 0                            # denoising steps
+    tokens_committed: int = 0                 # slot positions filled by decoding
+    confidence: dict[str, float] = field(default_factory=dict)   # per field: mean prob of its tokens
+    settled_at: dict[str, int] = field(default_factory=dict)     # per field: step at which it finished
+    tokens_per_step: list[int] = field(default_factory=list)
+    # time spent on constraints: allowed-token masks built and applied, choice candidates
+    # scored, automata advanced (benchmarks/compare.py reports its share of decoding time)
+    constraint_seconds: float = 0.0
+
+    @property
+    def tokens_per_forward(self) -> float:
+        return self.tokens_committed / max(self.steps, 1)
+
+
+@lru_cache(maxsize=64)
+def groups_of(canvas) -> tuple[tuple[int, ...], ...]:
+    """Per slot, the groups that contain it, outermost first (the same for every row of a canvas)."""
+    chains = [[] for _ in canvas.slots]
+    for g in canvas.groups:
+        for i in g.slots:
+            chains[i].append(g.index)
+    return tuple(tuple(sorted(c, key=lambda gi: canvas.groups[gi].start)) for c in chains)
+
+
+class Row:
+    """Decoding state of one canvas."""
+
+    def __init__(self, canvas, automata):
+        self.canvas, self.automata = canvas, automata
+        self.ids = list(canvas.ids)
+        n = len(canvas.slots)
+        self.filled = [0] * n                  # positions committed, from the slot's start
+        self.state = [getattr(a, "initial", None) for a in automata]
+        self.done = [False] * n
+        self.present = [True if g.required else None for g in canvas.groups]
+        self.probs: dict[int, list[float]] = {}
+        self.top: dict[int, tuple[list[float], list[int]]] = {}   # position -> alternatives
+        self.trace = Trace()
+        self.groups_of = groups_of(canvas)
+        for g in canvas.groups:
+            if g.required:
+                self.set_present(g.index)
+
+    # ---- groups ----
+    def set_present(self, gi):
+        g = self.canvas.groups[gi]
+        if self.present[gi] is False:
+            raise AssertionError(f"group {g.path} was made absent, then present")
+        self.present[gi] = True
+        if g.parent is not None and self.present[g.parent] is None and self.canvas.groups[g.parent].kind != "variant":
+            self.set_present(g.parent)
+        if g.prev is not None and self.present[g.prev] is None:
+            self.set_present(g.prev)
+
+    def set_absent(self, gi, step):
+        g = self.canvas.groups[gi]
+        self.present[gi] = False
+        for i in g.slots:
+            if not self.done[i]:
+                self.fill_pads(i, step)
+        for child in g.children:
+            self.present[child] = False
+        for later in self.canvas.groups:  # the items after an absent item are absent
+            if later.prev == gi and self.present[later.index] is not False:
+                self.set_absent(later.index, step)
+
+    def may_be_absent(self, i) -> int | None:
+        """The innermost undecided group a pad at slot i's first position would make absent."""
+        if self.filled[i]:
+            return None
+        for gi in reversed(self.groups_of[i]):
+            g = self.canvas.groups[gi]
+            if self.present[gi] is None and g.kind != "variant" and g.slots[0] == i:
+                return gi
+        return None
+
+    # ---- slots ----
+    def next_slots(self, block_start, block_end) -> list[int]:
+        """Unfinished slots whose next position lies in the block, in canvas order."""
+        return [i for i, s in enumerate(self.canvas.slots)
+                if not self.done[i] and block_start <= s.start + self.filled[i] < block_end]
+
+    def wanted(self, block_start, block_end) -> list[int]:
+        """Canvas positions whose log-probs this step may read: every not yet written position
+        of the unfinished slots of the block (a choice slot is scored over its whole span)."""
+        return [p for i in self.next_slots(block_start, block_end)
+                for p in range(max(self.canvas.slots[i].start + self.filled[i], block_start),
+                               min(self.canvas.slots[i].end, block_end))]
+
+    def remaining(self, i):
+        return self.canvas.slots[i].budget - self.filled[i]
+
+    def fill_pads(self, i, step):
+        s = self.canvas.slots[i]
+        for p in range(s.start + self.filled[i], s.end):
+            self.ids[p] = self.canvas.pad_id
+        self.trace.tokens_committed += self.remaining(i)
+        self.filled[i] = s.budget
+        self.finish(i, step)
+
+    def finish(self, i, step):
+        self.done[i] = True
+        path = self.canvas.slots[i].path
+        self.trace.settled_at[path] = step
+        probs = self.probs.get(i, [])
+        self.trace.confidence[path] = sum(probs) / len(probs) if probs else 1.0
+
+    def put(self, i, token, prob, step):
+        s = self.canvas.slots[i]
+        absent = self.may_be_absent(i) if token == self.canvas.pad_id else None  # before filling
+        self.ids[s.start + self.filled[i]] = token
+        self.filled[i] += 1
+        self.trace.tokens_committed += 1
+        self.probs.setdefault(i, []).append(prob)
+        if token == self.canvas.pad_id:
+            return self.set_absent(absent, step) if absent is not None else self.fill_pads(i, step)
+        if self.filled[i] == 1:
+            for gi in self.groups_of[i]:
+                if self.present[gi] is None and self.canvas.groups[gi].kind != "variant":
+                    self.set_present(gi)
+        if self.state[i] is not None:
+            started = time.perf_counter()
+            self.state[i] = self.automata[i].next(self.state[i], token)
+            self.trace.constraint_seconds += time.perf_counter() - started
+        if self.filled[i] == s.budget:
+            self.finish(i, step)
+
+    def allowed(self, i) -> torch.Tensor:
+        """Tokens slot i may take at its next position ([vocab] bool)."""
+        mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
+                                             allow_empty=self.may_be_absent(i) is not None)
+        if mask.flags.writeable:          # made for this call (a Verbatim slot's): use it as it is
+            return torch.from_numpy(mask)
+        if id(mask) not in _TORCH_MASKS:  # the automaton caches its masks; keep one tensor view each
+            _TORCH_MASKS[id(mask)] = (mask, torch.from_numpy(mask.copy()))
+        return _TORCH_MASKS[id(mask)][1]
+
+    def choices(self, i) -> list[list[int]]:
+        return self.automata[i].candidates(allow_empty=self.may_be_absent(i) is not None).tolist()
+
+    def select_variants(self, i, step):
+        """A union tag was written: its variant is present, the others absent."""
+        tag = self.canvas.slot_text(self.ids, i)
+        for g in self.canvas.groups:
+            if g.kind == "variant" and g.selector == i:
+                if tag in g.tags:
+                    self.set_present(g.index)
+                else:
+                    self.set_absent(g.index, step)
+
+
+class Logprobs:
+    """One row's log-probs at the positions a step computed, looked up by canvas position:
+    the output head runs only where a decision can still be made, not on the whole block."""
+
+    def __init__(self, packed: torch.Tensor, positions: list[int]):
+        self.packed, self.row = packed, {p: j for j, p in enumerate(positions)}
+
+    def __getitem__(self, p: int) -> torch.Tensor:
+        return self.packed[self.row[p]]
+
+    def __contains__(self, p: int) -> bool:
+        return p in self.row
+
+
+def pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
+    if temperature <= 0:
+        return int(logprobs.argmax())
+    # Gumbel-max in float64: low-precision Gumbel noise skews sampling (arXiv:2409.02908)
+    u = torch.rand(logprobs.shape, dtype=torch.float64, generator=generator)
+    return int((logprobs.double() / temperature - torch.log(-torch.log(u))).argmax())
+
+
+def choice_scores(row: Row, i, lp):
+    """Candidates of choice slot i and their summed log-probs over the slot's positions in the
+    block. The candidates' tokens' log-probs are remembered per position (row.top), so a
+    later repair can price the other candidates."""
+    started = time.perf_counter()
+    s = row.canvas.slots[i]
+    cands = row.choices(i)
+    scores = torch.zeros(len(cands), dtype=torch.float64)
+    for p in range(s.start, s.end):
+        if p in lp:
+            column = [c[p - s.start] for c in cands]
+            tokens = sorted(set(column))
+            row.top[p] = (lp[p][tokens].tolist(), tokens)
+            scores += lp[p][column].double()
+    row.trace.constraint_seconds += time.perf_counter() - started
+    return cands, scores.float()
+
+
+def next_logprobs(row: Row, i, lp):
+    """Log-probs of slot i's next position, with the tokens it may not take at -inf."""
+    started = time.perf_counter()
+    masked = lp[row.canvas.slots[i].start + row.filled[i]].masked_fill(~row.allowed(i), -math.inf)
+    row.trace.constraint_seconds += time.perf_counter() - started
+    return masked
+
+
+def confidence(row: Row, i, lp) -> float:
+    """How sure the model is of slot i's next decision (for the one-token-per-step schedule)."""
+    if row.canvas.slots[i].kind == "choice":
+        return float(choice_scores(row, i, lp)[1].softmax(0).max())
+    masked = next_logprobs(row, i, lp)
+    return float((masked - masked.logsumexp(0)).max().exp())
+
+
+def pick_viable(row: Row, i, lp, temperature, generator):
+    """Slot i's next token and the log-probs it was picked from. A verbatim slot's pick is
+    passed over while no whole piece of the text can follow it; with none left, the slot
+    gives up the copy (its pattern alone decides) and picks again."""
+    masked = next_logprobs(row, i, lp)
+    token, a = pick(masked, temperature, generator), row.automata[i]
+    if not hasattr(a, "viable"):
+        return token, masked
+    started = time.perf_counter()
+    while not a.viable(row.state[i], token, row.remaining(i) - 1):
+        masked[token] = -math.inf
+        if not torch.isfinite(masked).any():
+            row.state[i] = a.release(row.state[i])
+            masked = next_logprobs(row, i, lp)
+        token = pick(masked, temperature, generator)
+    row.trace.constraint_seconds += time.perf_counter() - started
+    return token, masked
+
+
+def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, generator):
+    """Commit slot i's next token, then more while confident. lp: the row's Logprobs."""
+    s = row.canvas.slots[i]
+    if s.kind == "choice":
+        cands, scores = choice_scores(row, i, lp)
+        best = pick(scores, temperature, generator)
+        prob = float(scores.softmax(0)[best])
+        for t in cands[best]:
+            if row.done[i]:
+                break
+            row.put(i, t, prob, step)
+        if not row.done[i]:
+            row.finish(i, step)
+        row.select_variants(i, step)
+        return
+    first = True
+    while not row.done[i] and s.start + row.filled[i] < block_end:
+        token, masked = pick_viable(row, i, lp, temperature, generator)
+        prob = math.exp(float(masked[token] - masked.logsumexp(0)))  # confidence under the constraint
+        if not first and prob < threshold:
+            break
+        values, ids = masked.topk(min(TOP, masked.shape[0]))
+        row.top[s.start + row.filled[i]] = (values.tolist(), ids.tolist())
+        row.put(i, token, prob, step)
+        first = False
