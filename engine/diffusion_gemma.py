@@ -211,11 +211,12 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
         config.pad_token_id = tokenizer.pad_id if config.pad_token_id is None else config.pad_token_id
         if config.eos_token_id is None and tokenizer.eos_id is not None:
             config.eos_token_id, config.eos_token_ids = tokenizer.eos_id, (tokenizer.eos_id,)
-    for key in ("pad_token_id", "bos_token_id", *(["eos_token_ids"] * bool(config.eos_token_ids))):
-        for value in (v if isinstance(v := getattr(config, key), tuple) else (v,)):
-            if value is not None and not 0 <= value < config.vocab_size:
-                raise CheckpointError(f"{root / 'config.json'}: {key.replace('_ids', '_id')}={value} is outside "
-                                      f"the vocabulary of {config.vocab_size}")
+    ids = [("pad_token_id", config.pad_token_id), ("bos_token_id", config.bos_token_id),
+           *(("eos_token_id", eos) for eos in config.eos_token_ids)]
+    for key, value in ids:
+        if value is not None and not 0 <= value < config.vocab_size:
+            raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary of "
+                                  f"{config.vocab_size}")
     with torch.device("meta"):
         model = DiffusionGemma(config, tokenizer)
     tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(_files(root), model).items()}

@@ -118,6 +118,11 @@ def test_prefill_step_commit_match_transformers(reference, ours, close):
     close(ours.step(second, cache, self_conditioning=again), ref.denoise(second, again),
           "second canvas, self-conditioned", 1e-4)
     close(ours.step(second, cache), ref.denoise(second), "second canvas, first step", 1e-4)
+    ours.commit(second, cache)
+    ref.encode(second)
+    wide = ids(1, 12)   # a canvas wider than the sliding window, denoised and committed
+    close(ours.step(wide, cache), ref.denoise(wide), "canvas wider than the window", 1e-4)
+    close(ours.commit(wide, cache), ref.encode(wide), "commit of a canvas wider than the window", 1e-4)
 
 
 def test_batched_left_padded_rows_match_each_row_alone(reference, ours, close):
@@ -266,6 +271,15 @@ def test_unexpected_tensor(saved, tmp_path):
     path = edited(saved, tmp_path, lambda t: t.update({"model.decoder.layers.7.mlp.up_proj.weight": torch.zeros(2)}))
     with pytest.raises(CheckpointError, match=r"unexpected tensors \['model.decoder.layers.7.mlp.up_proj.weight'\]"):
         load_quietly(path)
+
+
+def test_eos_outside_the_vocabulary(saved, tmp_path):
+    shutil.copytree(saved, tmp_path, dirs_exist_ok=True)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["text_config"]["eos_token_id"] = [1, 99, V]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=rf"config.json: eos_token_id={V} is outside the vocabulary of {V}"):
+        load_quietly(tmp_path)
 
 
 def test_corrupt_file(saved, tmp_path):
