@@ -322,7 +322,8 @@ def test_cuda_matches_the_cpu_float32_reference(tmp_path, close, no_tf32):
     first = torch.cat([r.denoise(canvas[i:i + 1]) for i, r in enumerate(refs)])
     again = torch.cat([r.denoise(canvas[i:i + 1], first[i:i + 1]) for i, r in enumerate(refs)])
     scale = first.abs().max().item()
-    for dtype, atol in ((torch.float32, 1e-4), (torch.bfloat16, 0.05 * scale)):
+    # bf16 on the CPU, same inputs: max diff 0.099 of logits up to 3.1 (mean 0.02)
+    for dtype, atol in ((torch.float32, 1e-4), (torch.bfloat16, 0.1 * scale)):
         model = load_quietly(tmp_path, device="cuda", dtype=dtype)
         cache, _ = model.prefill(batch.cuda(), lengths)
         close(model.step(canvas.cuda(), cache).cpu(), first, f"CUDA {dtype} step vs CPU float32 transformers", atol)
