@@ -41,6 +41,7 @@ from .tokenizer import Tokenizer
 
 
 def _empty_cache(input_ids, lengths) -> PrefixCache:
+    """A cache for left-padded prompts [B, P] of `lengths` (None: all P long)."""
     B, P = input_ids.shape
     lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths).cpu()
     if lengths.shape != (B,) or not ((lengths >= 1) & (lengths <= P)).all():
@@ -85,9 +86,11 @@ class DiffusionGemma(nn.Module):
     def device(self):
         return self.embed_tokens.weight.device
 
+    def _root(self, like):  # sqrt(hidden), rounded to `like`'s dtype as transformers rounds it
+        return torch.tensor(self.config.hidden_size ** 0.5, dtype=like.dtype, device=like.device)
+
     def embed(self, ids):
-        w = self.embed_tokens.weight   # scaled by sqrt(hidden), rounded to the weights' dtype as transformers does
-        return F.embedding(ids, w) * torch.tensor(self.config.hidden_size ** 0.5, dtype=w.dtype, device=w.device)
+        return F.embedding(ids, self.embed_tokens.weight) * self._root(self.embed_tokens.weight)
 
     def embed_canvas(self, ids, self_conditioning=None):
         """Canvas embeddings plus self-conditioning (none on a canvas's first step), normed."""
@@ -98,8 +101,7 @@ class DiffusionGemma(nn.Module):
                                  f"[{self.config.vocab_size}], got {list(self_conditioning.shape)}")
             w = self.embed_tokens.weight
             soft = self_conditioning.softmax(-1, dtype=torch.float32).to(w.dtype) @ w   # [B, C, D]
-            x = x + self.self_conditioning(soft * torch.tensor(self.config.hidden_size ** 0.5, dtype=x.dtype,
-                                                                     device=x.device))
+            x = x + self.self_conditioning(soft * self._root(x))
         return rms_norm(x, self.config.rms_norm_eps)
 
     def head(self, h):
