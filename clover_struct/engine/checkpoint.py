@@ -33,8 +33,9 @@ from .tokenizer import Tokenizer
 # architectures) -> "module:function" under engine/, called as function(root, config
 # dict, device, dtype). A new family is a module and a row.
 FAMILIES = {"clover": "checkpoint:load_clover", "qwen3_5_moe_text": "checkpoint:load_clover",
-            "qwen3_5_moe": "checkpoint:load_clover"}
-ARCHITECTURES = {"Qwen3_5MoeForCausalLM": "qwen3_5_moe_text", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe"}
+            "qwen3_5_moe": "checkpoint:load_clover", "diffusion_gemma": "diffusion_gemma:load"}
+ARCHITECTURES = {"Qwen3_5MoeForCausalLM": "qwen3_5_moe_text", "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+                 "DiffusionGemmaForBlockDiffusion": "diffusion_gemma"}
 
 # Prefixes that official multimodal checkpoints put in front of the text model.
 PREFIXES = {"model.language_model.": "model.", "language_model.model.": "model.",

@@ -313,6 +313,9 @@ class CloverModel(nn.Module):
     """The whole network. `forward` is the uncached reference; `prefill`, `step`
     and `commit` are the cached path the decoder uses, one code path for both."""
 
+    family = "clover"
+    noise = "mask"  # canvases start as mask tokens
+
     def __init__(self, config: ModelConfig, tokenizer=None):
         super().__init__()
         self.config = config
