@@ -5,6 +5,8 @@ interface   the model interface the decoder uses (prefill, step, commit, prefill
 checkpoint  load_model(dir): reads config.json, picks the family (FAMILIES), loads
             memory-mapped safetensors; save_model
 config      ModelConfig of the Clover family, named shapes (PRESETS: mini, tiny)
+diffusion_gemma  DiffusionGemma (block diffusion over a causal encoder, uniform noise); its
+            config and layers in diffusion_gemma_config, diffusion_gemma_layers
 model       Clover: hybrid Gated DeltaNet / gated attention / MoE, three masking modes
 gated_delta the Gated DeltaNet scans (recurrent reference, chunked, FLA on CUDA)
 cache       prefix cache: attention KV and Gated DeltaNet conv + recurrent state
@@ -18,6 +20,7 @@ costs nothing until a model is built.
 from importlib import import_module
 
 _NAMES = {"load_model": "checkpoint", "save_model": "checkpoint", "ModelConfig": "config", "preset": "config",
+          "DiffusionGemma": "diffusion_gemma", "DiffusionGemmaConfig": "diffusion_gemma_config",
           "PRESETS": "config", "CloverModel": "model", "Tokenizer": "tokenizer", "PrefixCache": "cache",
           "DenoisingModel": "interface", "CloverError": "errors", "CheckpointError": "errors",
           "UsageError": "errors"}

@@ -46,7 +46,7 @@ PER_EXPERT = re.compile(r"^model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj
 FUSED = "model.layers.{}.mlp.experts.{}"  # + gate_up_proj [E, 2I, D] (gate rows first) / down_proj [E, D, I]
 
 
-def _files(root: Path) -> list[Path]:
+def weight_files(root: Path) -> list[Path]:
     index = root / "model.safetensors.index.json"
     if index.is_file():
         try:
@@ -67,7 +67,7 @@ def _files(root: Path) -> list[Path]:
     raise CheckpointError(f"{root}: no model.safetensors or model.safetensors.index.json")
 
 
-def _read(files: list[Path]) -> dict[str, tuple[Path, object]]:
+def open_tensors(files: list[Path]) -> dict[str, tuple[Path, object]]:
     """Checkpoint name -> (file, open handle); tensors are fetched lazily (memory-mapped)."""
     found = {}
     for f in files:
@@ -88,7 +88,7 @@ def _canonical(key: str) -> str:
     return key
 
 
-def _tensor(key: str, where) -> torch.Tensor:
+def read_tensor(key: str, where) -> torch.Tensor:
     f, handle = where
     try:
         return handle.get_tensor(key)
@@ -102,7 +102,7 @@ def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, to
     if model.config.tie_word_embeddings:
         expected.pop("lm_head.weight", None)
     out, experts, unexpected = {}, defaultdict(dict), []
-    for key, where in _read(files).items():
+    for key, where in open_tensors(files).items():
         name = _canonical(key)
         if IGNORED.match(name):
             continue
@@ -117,7 +117,7 @@ def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, to
                               f"{' …' if len(unexpected) > 5 else ''}; they do not belong to a "
                               f"{model.config.num_hidden_layers}-layer model with layer types "
                               f"{sorted(set(model.config.layer_types))}")
-    tensors = {name: _tensor(key, where) for name, (key, where) in out.items()}
+    tensors = {name: read_tensor(key, where) for name, (key, where) in out.items()}
     E = model.config.num_experts
     for layer, parts in experts.items():
         missing = [f"model.layers.{layer}.mlp.experts.{e}.{p}.weight" for e in range(E)
@@ -125,7 +125,7 @@ def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, to
         if missing:
             raise CheckpointError(f"{files[0].parent}: missing per-expert tensors {missing[:3]} "
                                   f"(config says {E} experts)")
-        get = lambda e, p: _tensor(*parts[(e, p)])  # noqa: E731
+        get = lambda e, p: read_tensor(*parts[(e, p)])  # noqa: E731
         base = FUSED.format(layer, "")
         tensors[base + "gate_up_proj"] = torch.stack([torch.cat([get(e, "gate_proj"), get(e, "up_proj")]) for e in range(E)])
         tensors[base + "down_proj"] = torch.stack([get(e, "down_proj") for e in range(E)])
@@ -210,7 +210,7 @@ def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dty
                                   f"of {config.vocab_size}")
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)
-    tensors = state_dict_from_files(_files(root), model)
+    tensors = state_dict_from_files(weight_files(root), model)
     tensors = {k: v.to(device=device, dtype=dtype) for k, v in tensors.items()}
     model.load_state_dict(tensors, strict=not config.tie_word_embeddings, assign=True)
     model.reset_buffers(device)

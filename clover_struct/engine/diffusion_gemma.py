@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .cache import PrefixCache
-from .checkpoint import _files, _read, _tensor
+from .checkpoint import open_tensors, read_tensor, weight_files
 from .diffusion_gemma_config import DiffusionGemmaConfig
 from .diffusion_gemma_layers import Attention, Layer, Pass, RMSNorm, SelfConditioning, rms_norm
 from .errors import CheckpointError, UsageError
@@ -179,7 +179,7 @@ def checkpoint_names(name: str) -> tuple[str, ...]:
 
 def read_weights(files: list[Path], model: DiffusionGemma) -> dict[str, torch.Tensor]:
     """Every tensor the model needs, memory-mapped, its name and shape checked."""
-    found = _read(files)
+    found = open_tensors(files)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     names = {k: checkpoint_names(k) for k in expected}
     missing = [spellings[0] for spellings in names.values() if not any(s in found for s in spellings)]
@@ -194,7 +194,7 @@ def read_weights(files: list[Path], model: DiffusionGemma) -> dict[str, torch.Te
     tensors = {}
     for name, spellings in names.items():
         key = next(s for s in spellings if s in found)
-        t = _tensor(key, found[key])
+        t = read_tensor(key, found[key])
         if tuple(t.shape) != expected[name]:
             raise CheckpointError(f"{found[key][0]}: tensor {key} has shape {tuple(t.shape)}, but config.json "
                                   f"implies {expected[name]}")
@@ -221,7 +221,7 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
                                   f"{config.vocab_size}")
     with torch.device("meta"):
         model = DiffusionGemma(config, tokenizer)
-    tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(_files(root), model).items()}
+    tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(weight_files(root), model).items()}
     model.load_state_dict(tensors, assign=True)
     model.reset_buffers(device)
     return model
