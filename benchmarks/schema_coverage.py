@@ -220,9 +220,9 @@ def _worker(conn, model_dir, layout_only, text, threads):
             return
         times, start = {}, time.perf_counter()
         try:
-            canvas = build_canvas(job, tok, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
+            canvas = build_canvas(job, tok, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id,
+                                  context=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
             times["layout"] = time.perf_counter() - start
-            canvas.check_fits(cfg.max_position_embeddings)
             t = time.perf_counter()
             compile_canvas(canvas, tok, vocab_size=cfg.vocab_size)
             times["compile"] = time.perf_counter() - t

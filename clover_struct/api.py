@@ -85,8 +85,7 @@ def prepare(schema, model=None, max_tokens: int | None = None):
         raise UsageError(f"{model.source or 'this model'} has no mask or pad token, so it cannot denoise a "
                          "canvas; set mask_token_id and pad_token_id in its config.json")
     canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=cfg.mask_token_id,
-                          pad_id=cfg.pad_token_id)
-    canvas.check_fits(cfg.max_position_embeddings)
+                          pad_id=cfg.pad_token_id, context=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
     return model, canvas, compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
 
 

@@ -100,7 +100,8 @@ def canvas_of(schema, model, *, fit: bool = True):
     cfg = model.config
     if model.tokenizer is None or cfg.mask_token_id is None or cfg.pad_token_id is None:
         raise CliError(f"{model.source}: the model needs tokenizer.json and mask and pad tokens to extract")
-    canvas = build_canvas(schema, model.tokenizer, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
+    canvas = build_canvas(schema, model.tokenizer, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id,
+                          room=cfg.max_position_embeddings * 3 // 4, vocab_size=cfg.vocab_size)
     if fit:
         canvas.check_fits(cfg.max_position_embeddings)
     return canvas

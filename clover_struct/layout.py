@@ -184,7 +184,8 @@ class Group:
 
 
 # The layout tree that parse and fill walk; a leaf is a slot index.
-ObjectNode = namedtuple("ObjectNode", "fields")                  # ((key, node), ...)
+ObjectNode = namedtuple("ObjectNode", "fields extra", defaults=(None,))   # ((key, node), ...), MapNode or None
+MapNode = namedtuple("MapNode", "entries")                       # ((group, key slot, value node), ...)
 ListNode = namedtuple("ListNode", "items nullable")              # ((group, node), ...)
 OptionalNode = namedtuple("OptionalNode", "group node")
 UnionNode = namedtuple("UnionNode", "key selector variants")     # variants: ((group, ObjectNode), ...)
@@ -204,6 +205,7 @@ class Canvas:
     model: type | None = None        # the pydantic class, for `validate`
     tree: Any = field(default=None, repr=False)
     blocks: tuple[int, ...] = (0,)   # where each denoising block starts (item_blocks lists)
+    check: Any = field(default=None, repr=False)   # a JSON Schema's final check (validation.py), for `validate`
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -260,7 +262,14 @@ class Canvas:
             if isinstance(node, int):
                 return self.slots[node].value(self.slot_text(ids, node))
             if isinstance(node, ObjectNode):
-                return {k: walk(n) for k, n in node.fields}
+                out = {k: walk(n) for k, n in node.fields}
+                for g, key, n in node.extra.entries if node.extra else ():
+                    if self.groups[g].required or self.is_present(ids, g):
+                        name = self.slots[key].value(self.slot_text(ids, key))
+                        if name in out:
+                            raise ExtractionError(self.slots[key].path, f"the key {name!r} is already in the object")
+                        out[name] = walk(n)
+                return out
             if isinstance(node, ListNode):
                 items = [walk(n) for g, n in node.items
                          if self.groups[g].required or self.is_present(ids, g)]
@@ -275,9 +284,11 @@ class Canvas:
         return walk(self.tree)
 
     def validate(self, ids) -> Any:
-        """`parse`, then the pydantic model's validation (the data as is for a JSON Schema)."""
+        """`parse`, then the pydantic model's validation, or the JSON Schema's final check."""
         data = self.parse(ids)
         if self.model is None:
+            if self.check is not None:
+                self.check(data)
             return data
         from pydantic import ValidationError
         try:
@@ -308,7 +319,21 @@ class Canvas:
             if isinstance(node, ObjectNode):
                 if not isinstance(value, dict):
                     raise ValueError(f"field `{path}` needs an object, got {value!r}")
-                return [walk(n, value.get(k), f"{path}.{k}".lstrip(".")) for k, n in node.fields]
+                for k, n in node.fields:
+                    walk(n, value.get(k), f"{path}.{k}".lstrip("."))
+                if node.extra is None:   # keys beside the properties (a union's tag) are not this node's
+                    return
+                extra = [k for k in value if k not in dict(node.fields)]
+                entries = node.extra.entries
+                if len(extra) > len(entries):
+                    raise ValueError(f"field `{path}` holds at most {len(entries)} keys besides its properties")
+                for j, (g, key, n) in enumerate(entries):
+                    if j < len(extra):
+                        put(key, extra[j])
+                        walk(n, value[extra[j]], f"{path}.{extra[j]}".lstrip("."))
+                    else:
+                        walk(g, _EMPTY, path)
+                return
             if isinstance(node, ListNode):
                 value = value or []
                 if len(value) > len(node.items):

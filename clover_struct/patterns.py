@@ -23,17 +23,92 @@ INT_DIGITS = 12             # digits of an integer not bounded on both sides
 FLOAT_INT_DIGITS = 9        # integer digits of such a float
 FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in degrees)
 
+STRING_TOKENS_CAP = 128     # most tokens a string slot takes from max_length alone (max_tokens overrides)
+
 SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescaped
 CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])'    # a character of JSON string content
 _DATE = (r"[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
          r"|02-(?:0[1-9]|1[0-9]|2[0-9]))")   # leap years and year 0000: a format check
-_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])?"
+_CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_OFFSET = r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _HEX = "[0-9a-fA-F]"
-FORMATS = {  # format -> (content regex, longest text); whole seconds only
-    "date": (_DATE, 10), "time": (_TIME, 14), "date-time": (f"{_DATE}T{_TIME}", 25),
-    "uuid": (f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}", 36)}
-NO_FORMATS = {"binary": "bytes cannot be laid out; use str",
-               "duration": "timedelta cannot be laid out; use an int number of seconds"}
+_N = "[0-9]{1,4}"
+_DURATION = (f"P(?:(?:{_N}Y(?:{_N}M)?(?:{_N}D)?|{_N}M(?:{_N}D)?|{_N}D)(?:T(?:{_N}H(?:{_N}M)?(?:{_N}S)?|{_N}M(?:{_N}S)?|{_N}S))?"
+             f"|T(?:{_N}H(?:{_N}M)?(?:{_N}S)?|{_N}M(?:{_N}S)?|{_N}S)|{_N}W)")
+# No counted repeats here: outlines-core takes minutes over them (the slot's budget bounds the length,
+# the final check the 63-character labels)
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_HOST = f"(?:{_LABEL}\\.)*[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = f"{_OCTET}(?:\\.{_OCTET}){{3}}"
+_H16 = "[0-9a-fA-F]{1,4}"
+# every compressed form: k groups, "::", m groups, k + m <= 7; or all eight
+_IPV6 = "|".join([f"{_H16}(?::{_H16}){{7}}"] + [
+    (f"{_H16}(?::{_H16}){{{k - 1}}}" if k else "") + "::" + (f"{_H16}(?::{_H16}){{{m - 1}}}" if m else "")
+    for k in range(8) for m in range(8 - k) if k + m <= 7])
+_P = "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})"      # a path character of RFC 3986
+_TAIL = f"(?:\\?(?:{_P}|[/?])*)?(?:#(?:{_P}|[/?])*)?"            # query and fragment
+_URI = f"[A-Za-z][A-Za-z0-9+.-]*:(?://{_HOST}(?::[0-9]{{1,5}})?(?:/{_P}*)*|{_P}+(?:/{_P}*)*)?{_TAIL}"
+_RELATIVE = f"(?://{_HOST}(?::[0-9]{{1,5}})?)?(?:/?(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{{2}})+(?:/{_P}*)*|/)?{_TAIL}"
+_EMAIL = f"[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@{_HOST}"
+_UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
+# format -> (content regex, longest text). Pydantic's date-time and time may omit the offset (it reads
+# both); JSON Schema's (RFC 3339) carry one: STRICT_FORMATS, for JSON Schemas.
+FORMATS = {"date": (_DATE, 10), "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 25),
+           "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80), "hostname": (_HOST, 120),
+           "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120), "uri-reference": (f"{_URI}|{_RELATIVE}", 120)}
+STRICT_FORMATS = {**FORMATS, "time": (f"{_CLOCK}{_OFFSET}", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25)}
+NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
+
+
+def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS
+                   ) -> tuple[str, int, tuple | None, list[tuple]]:
+    """A string schema's slot: (content regex, longest value in characters, (min, max) length for
+    the automaton's counter or None, [(check op, bound)]). The user's `pattern` always holds
+    (a `format` beside it becomes a check); an unknown format is an annotation."""
+    fmt, lo, hi, pattern = s.get("format"), s.get("minLength", 0), s.get("maxLength"), s.get("pattern")
+    formats = STRICT_FORMATS if strict else FORMATS
+    if fmt in NO_FORMATS:
+        raise SchemaError(path, NO_FORMATS[fmt])
+    if hi is not None and hi < lo:
+        raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}: no string satisfies both; fix the bounds")
+    checks = [("format", fmt)] * (fmt in ("date", "date-time"))
+    if fmt in formats and pattern is None:
+        content, size = formats[fmt]
+        length = None
+    else:
+        checks += [("format", fmt)] * (fmt in formats and fmt not in ("date", "date-time"))
+        content = content_pattern(pattern, path) if pattern is not None else CHAR + "*"
+        size, length = hi or max(default_tokens, lo), (lo, hi) if lo or hi is not None else None
+        if pattern is not None and (width := plain_width(pattern)) is not None:
+            size = max(min(size, width), 1)  # no value of the pattern is longer
+    checks += [("min_length", lo)] * (lo > 0) + [("max_length", hi)] * (hi is not None)
+    return content, size, length, checks
+
+
+def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
+    """A number schema's slot: (regex, longest text, [(check op, bound)]): digits enough for its
+    bounds, a sign only where a negative value is allowed, fractions of FLOAT_FRACTION_DIGITS."""
+    lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
+    if isinstance(xlo, bool):   # draft 4 spelling
+        lo, xlo = (None, lo) if xlo else (lo, None)
+    if isinstance(xhi, bool):
+        hi, xhi = (None, hi) if xhi else (hi, None)
+    checks = [(op, b) for op, b in (("ge", lo), ("gt", xlo), ("le", hi), ("lt", xhi)) if b is not None]
+    checks += [("multiple_of", s["multipleOf"])] if s.get("multipleOf") else []
+    low, high = (lo if lo is not None else xlo), (hi if hi is not None else xhi)
+    sign = not ((lo is not None and lo >= 0) or (xlo is not None and xlo >= -integer))
+    if low is not None and high is not None:
+        digits = len(str(int(max(abs(low), abs(high)))))
+    elif high is not None and not sign:
+        digits = len(str(int(abs(high))))
+    else:   # one side open: the default, or more where the bound itself is longer (1e12)
+        bound = abs(low if low is not None else high if high is not None else 0)
+        digits = max(INT_DIGITS if integer else FLOAT_INT_DIGITS, len(str(int(bound))) + 1)
+    pattern = "-?" * sign + (f"(?:0|[1-9][0-9]{{0,{digits - 1}}})" if digits > 1 else "[0-9]")
+    size = sign + digits + (not integer) * (1 + FLOAT_FRACTION_DIGITS)
+    pattern += "" if integer else rf"(?:\.[0-9]{{1,{FLOAT_FRACTION_DIGITS}}})?"
+    return pattern, size, checks
 
 
 def literal(text: str) -> str:

@@ -1,24 +1,52 @@
 """The JSON Schema walk: a pydantic model or JSON Schema in, a Canvas (layout.py) out.
 
-Resolves $ref, anyOf-with-null and discriminated unions, turns each leaf into a
-slot (regex or choice, with its budget and checks) and each list item, optional
-object and union variant into a group (a `one_slot` union into one slot), and
-refuses what cannot be laid out with a SchemaError that names the field and what
-to use instead. User patterns are
-rewritten for JSON string content here too. Knows nothing of torch or models.
+Each leaf becomes a slot (regex or choice, with its budget and checks); each list item,
+map entry, optional object and union variant a group (a `one_slot` union one slot); a part
+no fixed layout fits (an untagged union, a value of any type) one slot holding its whole
+JSON text (value_regex.py). Open-ended parts get a bounded layout: a list without maxItems
+or a map lays out up to `Options.items` entries, each decoded as a block of its own after
+the one before (a list that ends early costs nothing after its end); recursion is
+unrolled `Options.depth` times and cut where the schema allows (an optional key left out,
+an empty list, null). What cannot be laid out or satisfied is refused with a SchemaError
+that names the field and what to use instead. References and compositions are read by
+schema_refs.py. Knows nothing of torch or models; it compiles no automata except to size
+a slot that needs more tokens than its estimate (constraints.min_tokens).
 """
 
 from __future__ import annotations
 
 import json
 import weakref
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import SchemaError, UsageError
-from .layout import Canvas, Check, Group, ListNode, ObjectNode, OptionalNode, Slot, UnionNode
-from .patterns import (CHAR, DEFAULT_STRING_TOKENS, FLOAT_FRACTION_DIGITS, FLOAT_INT_DIGITS, FORMATS, INT_DIGITS,
-                       NO_FORMATS, content_pattern, literal, plain_width)
+from .layout import Canvas, Check, Group, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
+from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, number_pattern,
+                       string_content)
+from .schema_refs import Document
+from .value_regex import ANY_DEPTH, ValueRegex
+
+VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
+KEY_TOKENS = 12     # budget of a map's key
+BOUNDED_ITEMS = 32  # a list bound up to this is laid out item for item; above it, as an open list
+
+
+@dataclass(frozen=True)
+class Options:
+    """How far open-ended parts of a schema are laid out."""
+    default_tokens: int = DEFAULT_STRING_TOKENS   # budget of a string without max_length
+    items: tuple[int, ...] = (8, 3, 2)            # entries of an open list or map, by nesting depth
+    depth: int = 2                                # times a recursive reference is followed again
+
+
+# Tried in order until the canvas fits the room given (only schemas with open parts differ).
+SHRINK = (Options(), Options(items=(4, 2, 1), depth=1), Options(items=(2, 1), depth=1), Options(items=(1,), depth=0))
+
+
+class _TooDeep(Exception):
+    """Recursion reached Options.depth here: the caller cuts it off, or refuses."""
 
 
 def _join(path: str, key: str) -> str:
@@ -28,128 +56,184 @@ def _join(path: str, key: str) -> str:
 class Builder:
     """Walks a JSON Schema, emitting fixed text, slots and group markers in canvas order."""
 
-    def __init__(self, root: dict, tokenizer, default_tokens: int):
-        self.root, self.tok, self.default_tokens = root, tokenizer, default_tokens
-        self.defs = {**root.get("definitions", {}), **root.get("$defs", {})}
+    def __init__(self, doc: Document, tokenizer, options: Options, strict: bool, budgets: dict | None = None):
+        self.doc, self.tok, self.options, self.strict = doc, tokenizer, options, strict
+        self.values = ValueRegex(doc, strict)
+        self.budgets = budgets or {}    # slot path -> tokens it needs (raised after a first build)
+        self.fixed: set[str] = set()    # slot paths whose budget the schema sets (max_tokens)
         # ("text", str) | ("slot", i) | ("open", g) | ("close", g) | ("block", None): a block starts here
         self.pieces: list[tuple] = []
         self.slots: list[dict] = []
         self.groups: list[dict] = []
         self.group: int | None = None   # the innermost open group
-        self.active: list[str] = []     # $refs being walked, to refuse recursion
+        self.active: list[str] = []     # $refs being walked (recursion depth)
+        self.lists = 0                  # open lists and maps around the current value
+        self.open_parts = False         # whether an open part or recursion was laid out (SHRINK helps)
 
-    def resolve(self, s: dict, path: str) -> tuple[dict, bool, list[str]]:
-        """Follow $ref, allOf of one, anyOf/oneOf with null: (schema, nullable, refs followed)."""
-        nullable, refs = False, []
-        while True:
-            if "$ref" in s:
-                ref = s["$ref"]
-                if not ref.startswith("#/") or ref.rsplit("/", 1)[-1] not in self.defs:
-                    raise SchemaError(path, f"$ref {ref} is not a local definition; put it under $defs")
-                refs.append(ref)
-                s = {**self.defs[ref.rsplit("/", 1)[-1]], **{k: v for k, v in s.items() if k != "$ref"}}
-            elif "allOf" in s:
-                if len(s["allOf"]) != 1:
-                    raise SchemaError(path, "allOf of several schemas cannot be laid out; merge them in one model")
-                s = {**s["allOf"][0], **{k: v for k, v in s.items() if k != "allOf"}}
-            elif ("anyOf" in s or "oneOf" in s) and "discriminator" not in s:
-                word = "anyOf" if "anyOf" in s else "oneOf"
-                members = [m for m in s[word] if m.get("type") != "null"]
-                nullable |= len(members) < len(s[word])
-                rest = {k: v for k, v in s.items() if k != word}
-                if len(members) == 1:
-                    s = {**members[0], **rest}
-                elif all("enum" in m or "const" in m for m in members):
-                    s = {**rest, "enum": [v for m in members for v in m.get("enum", [m.get("const")])]}
-                else:
-                    kinds = ", ".join(str(m.get("type") or m.get("$ref", "?").rsplit("/", 1)[-1]) for m in members)
-                    raise SchemaError(path, f"a union of {kinds} without a discriminator cannot be laid out; "
-                                            "use one type, or models told apart by "
-                                            "Annotated[Union[A, B], Field(discriminator='kind')]")
-            elif isinstance(s.get("type"), list):
-                types = [t for t in s["type"] if t != "null"]
-                nullable |= len(types) < len(s["type"])
-                if len(types) != 1:
-                    raise SchemaError(path, f"a value of types {types} cannot be laid out; use one type")
-                s = {**s, "type": types[0]}
-            else:
-                return s, nullable, refs
+    def resolve(self, s, path: str, base: str = ""):
+        r = self.doc.resolve(s, path, base)
+        return r.schema, r.nullable, r.refs, r.base
 
     def enter(self, refs: list[str], path: str) -> None:
-        if any(r in self.active for r in refs):
-            raise SchemaError(path, "the model refers to itself; a recursive model has no fixed layout: "
-                                    "unroll it to a fixed depth with separate models")
+        for ref in refs:
+            if self.active.count(ref) > self.options.depth:
+                self.open_parts = True
+                raise _TooDeep(path)
         self.active += refs
 
-    def value(self, s: dict, path: str, tokens: int | None = None):
-        s, nullable, refs = self.resolve(s, path)
-        self.enter(refs, path)
-        tokens = s.get("max_tokens", tokens)
-        if tokens is not None and (not isinstance(tokens, int) or tokens < 1):
-            raise SchemaError(path, f"max_tokens must be a positive int, got {tokens!r}")
-        node = self._value(s, path, nullable, tokens)
+    def leave(self, refs: list[str]) -> None:
         del self.active[len(self.active) - len(refs):]
-        return node
 
-    def _value(self, s, path, nullable, tokens):
+    def value(self, s, path: str, tokens: int | None = None, base: str = ""):
+        schema, nullable, refs, base = self.resolve(s, path, base)
+        mark = self.mark()
+        try:
+            self.enter(refs, path)
+        except _TooDeep:
+            if not nullable:
+                raise
+            return self.choice(path, ["null"], None)
+        try:
+            tokens = schema.get("max_tokens", tokens)
+            if tokens is not None and (not isinstance(tokens, int) or tokens < 1):
+                raise SchemaError(path, f"max_tokens must be a positive int, got {tokens!r}")
+            return self._value(schema, path, nullable, tokens, base)
+        except _TooDeep:
+            if not nullable:
+                raise
+            self.rollback(mark)
+            return self.choice(path, ["null"], None)
+        finally:
+            self.leave(refs)
+
+    def _value(self, s, path, nullable, tokens, base):
         t = s.get("type")
-        if s.get("verbatim") and (t != "string" or "enum" in s or "const" in s):
+        if t is None and "properties" in s:
+            t = "object"
+        if s.get("verbatim") and (t != "string" or "enum" in s):
             raise SchemaError(path, "verbatim applies to str fields only (text copied as written), "
                                     "not to numbers, choices or models")
         if s.get("item_blocks") and t != "array":
             raise SchemaError(path, "item_blocks applies to lists only (each item decoded as a block of its own)")
-        if "discriminator" in s:
-            return self.union(s, path, nullable)
-        if "enum" in s or "const" in s:
-            values = s["enum"] if "enum" in s else [s["const"]]
-            if any(isinstance(v, (dict, list)) for v in values):
-                raise SchemaError(path, "enum values must be strings, numbers or booleans")
-            texts = [json.dumps(v, ensure_ascii=False) for v in values if v is not None]
-            return self.choice(path, texts + ["null"] * (nullable or None in values), tokens)
-        if t == "object" or "properties" in s:
-            if not s.get("properties") or isinstance(s.get("additionalProperties"), dict):
-                raise SchemaError(path, "a model without fields has nothing to lay out" if "properties" in s
-                                  else "a dict / mapping has no fixed keys to lay out; use a model with named fields")
+        if "discriminator" in s and not s.get("x-union"):
+            return self.union(s, path, nullable, base)
+        if s.get("x-union"):
+            return self.whole(s, path, nullable, tokens, base)
+        if "enum" in s:
+            texts = [json.dumps(v, ensure_ascii=False) for v in s["enum"] if v is not None]
+            return self.choice(path, texts + ["null"] * (nullable or None in s["enum"]), tokens)
+        if t == "object":
             if not nullable:
-                return self.object(s, path)
+                return self.object(s, path, base)
             g = self.open("optional", path)
-            return OptionalNode(g, self.close(g, self.object(s, path)))
+            return OptionalNode(g, self.close(g, self.object(s, path, base)))
         if t == "array":
-            return self.array(s, path, nullable, tokens)
+            return self.array(s, path, nullable, tokens, base)
         if t in ("boolean", "null"):
             return self.choice(path, ["true", "false"] * (t == "boolean") + ["null"] * (nullable or t == "null"), tokens)
         if t in ("integer", "number"):
             return self.number(s, path, nullable, tokens, t == "integer")
         if t == "string":
             return self.string(s, path, nullable, tokens)
-        raise SchemaError(path, f"a value of {'type ' + repr(t) if t else 'any type (Any)'} cannot be "
-                                "laid out; use str, int, float, bool, a Literal, an Enum, a model or a list")
+        if t is None:   # a value of any type
+            return self.whole(s, path, nullable, tokens, base)
+        raise SchemaError(path, f"type {t!r} is not a JSON Schema type; use string, number, integer, boolean, "
+                                "object, array or null")
 
-    def object(self, s, path, skip=None, lead="{", tail="}"):
+    def whole(self, s, path, nullable, tokens, base) -> int:
+        """One slot holding the value's whole JSON text (value_regex.py)."""
+        pattern = self.values._of(s, path, base, ANY_DEPTH)
+        if nullable:
+            pattern = f"null|(?:{pattern})"
+        return self.slot(path, "value", tokens or VALUE_TOKENS, pattern=pattern, nullable=nullable,
+                         user_budget=tokens is not None)
+
+    def object(self, s, path, base, skip=None, lead="{", tail="}"):
+        """The properties in schema order (required ones, then optional ones that fit maxProperties
+        and do not recurse past Options.depth), then the map entries the schema allows."""
+        props = dict(s.get("properties") or {})
+        required = [k for k in s.get("required", []) if k != skip]
+        extra = s.get("additionalProperties", True)
+        patterns = s.get("patternProperties") or {}
+        for k in required:   # a required key the properties do not describe: its value as the map's
+            if k not in props:
+                matching = [v for p, v in patterns.items() if _search(p, k)]
+                props[k] = matching[0] if matching else extra if isinstance(extra, dict) else {}
+        for extra_schema in (s.get("then"), s.get("else")):   # conditional properties: laid out, checked at the end
+            for k, v in ((extra_schema or {}).get("properties") or {}).items() if isinstance(extra_schema, dict) else ():
+                props.setdefault(k, v)
+        room = s.get("maxProperties")
         fields = []
-        for key, sub in s["properties"].items():
-            if key != skip:
-                self.text(f"{lead}{json.dumps(key, ensure_ascii=False)}: ")
-                fields.append((key, self.value(sub, _join(path, key))))
-                lead = ", "
+        for key, sub in props.items():
+            if key == skip or (sub is False and key not in required):   # a key no value may have
+                continue
+            if room is not None and len(fields) >= room - (skip is not None) and key not in required:
+                continue
+            mark = self.mark()
+            self.text(f"{lead}{json.dumps(key, ensure_ascii=False)}: ")
+            try:
+                fields.append((key, self.value(sub, _join(path, key), base=base)))
+            except _TooDeep:
+                if key in required:
+                    raise
+                self.rollback(mark)   # an optional key past the recursion depth is left out
+                continue
+            lead = ", "
+        entries = []
+        left = None if room is None else room - len(fields) - (skip is not None)
+        if left is None or left > 0:
+            fixed = bool(fields) or skip is not None
+            for p, sub in patterns.items():
+                entries += self.entries(path, sub, content_key(p, path), fixed or bool(entries), base, left)
+            if isinstance(extra, dict) or (extra is True and not props and not patterns and skip is None):
+                names = s.get("propertyNames")
+                key = content_key(names.get("pattern"), path) if isinstance(names, dict) and "pattern" in names \
+                    else f"{CHAR}+"
+                entries += self.entries(path, extra if isinstance(extra, dict) else {}, key, fixed or bool(entries),
+                                        base, left, s.get("minProperties", 0) - len(fields))
         self.text(tail)
-        return ObjectNode(tuple(fields))
+        return ObjectNode(tuple(fields), MapNode(tuple(entries)) if entries else None)
 
-    def union(self, s, path, nullable):
+    def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0) -> list:
+        """Up to Options.items map entries `"key": value`, each a group and a block of its own."""
+        self.open_parts = True
+        cap = self.cap(room, least)
+        out, prev = [], None
+        self.lists += 1
+        for k in range(cap):
+            self.pieces.append(("block", None))
+            epath = f"{path}{{{k}}}"
+            g = self.open("item", epath, required=k < least, prev=prev)
+            self.text((", " if after_fixed or k else "") + '"')
+            key = self.slot(f"{epath}:key", "string", self.budget_of(f"{epath}:key", KEY_TOKENS), pattern=key_pattern)
+            self.text('": ')
+            out.append((g, key, self.close(g, self.value(sub, epath, base=base))))
+            prev = g
+        self.lists -= 1
+        return out
+
+    def cap(self, most=None, least=0) -> int:
+        """Entries an open list or map lays out at the current depth (at least `least`)."""
+        caps = self.options.items
+        cap = caps[min(self.lists, len(caps) - 1)] if self.lists < len(caps) else 0
+        cap = max(cap, least)
+        return cap if most is None else min(cap, max(most, 0))
+
+    def union(self, s, path, nullable, base):
         disc = s["discriminator"] if isinstance(s["discriminator"], dict) else {"propertyName": s["discriminator"]}
         key, by_ref = disc["propertyName"], {ref: tag for tag, ref in disc.get("mapping", {}).items()}
         variants = []
         for member in s.get("oneOf") or s.get("anyOf") or []:
-            v, _, refs = self.resolve(member, path)
+            v, _, refs, vbase = self.resolve(member, path, base)
             if key not in v.get("properties", {}):
                 raise SchemaError(path, f"every variant of the union needs the discriminator field `{key}`")
-            p = self.resolve(v["properties"][key], _join(path, key))[0]
-            tags = p.get("enum") or [p["const"]] if "const" in p or "enum" in p else \
-                [by_ref[member["$ref"]]] if member.get("$ref") in by_ref else []
+            p = self.resolve(v["properties"][key], _join(path, key), vbase)[0]
+            tags = p.get("enum") if "enum" in p else \
+                [by_ref[member["$ref"]]] if isinstance(member, dict) and member.get("$ref") in by_ref else []
             if not tags:
                 raise SchemaError(_join(path, key), "the discriminator needs a Literal value in each variant")
-            variants.append((v, refs, tuple(json.dumps(t, ensure_ascii=False) for t in tags)))
-        texts = [t for *_, tags in variants for t in tags]
+            variants.append((v, refs, tuple(json.dumps(t, ensure_ascii=False) for t in tags), vbase))
+        texts = [t for _, _, tags, _ in variants for t in tags]
         if len(set(texts)) < len(texts):
             raise SchemaError(_join(path, key), "two variants share a discriminator value")
         if s.get("one_slot"):
@@ -157,12 +241,12 @@ class Builder:
         self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
         selector = self.choice(_join(path, key), texts + ["null"] * nullable, None)
         out = []
-        for v, refs, tags in variants:
+        for v, refs, tags, vbase in variants:
             vpath = f"{path}<{json.loads(tags[0])}>"
             self.enter(refs, vpath)
             g = self.open("variant", vpath, selector=selector, tags=tags)
-            out.append((g, self.close(g, self.object(v, vpath, key, ", ", ""))))
-            del self.active[len(self.active) - len(refs):]
+            out.append((g, self.close(g, self.object(v, vpath, vbase, key, ", ", ""))))
+            self.leave(refs)
         self.text("}")
         return UnionNode(key, selector, tuple(out))
 
@@ -171,12 +255,12 @@ class Builder:
         alternation of each variant's fields, laid out as `object` would, as one pattern;
         its budget is the longest variant's fixed tokens plus its fields' budgets."""
         members, patterns, budget = [], [], len(self.encode("null", path)) if nullable else 1
-        for v, refs, tags in variants:
+        for v, refs, tags, base in variants:
             vpath = f"{path}<{json.loads(tags[0])}>"
-            sub = Builder(self.root, self.tok, self.default_tokens)
+            sub = Builder(self.doc, self.tok, self.options, self.strict)
             sub.active = list(self.active)
             sub.enter(refs, vpath)
-            sub.object(v, vpath)
+            sub.object(v, vpath, base)
             if sub.groups:
                 raise SchemaError(vpath, "a one_slot union needs variants of plain fields: no lists, "
                                          "no nested or optional models")
@@ -196,45 +280,47 @@ class Builder:
         pattern = "null|" * nullable + "|".join(f"(?:{p})" for p in patterns)
         return self.slot(path, "value", budget, pattern=pattern, nullable=nullable, union=(key, tuple(members)))
 
-    def array(self, s, path, nullable, tokens):
-        if "prefixItems" in s or isinstance(s.get("items"), list):
-            raise SchemaError(path, "a tuple cannot be laid out; use a model with named fields")
-        if s.get("uniqueItems"):
-            raise SchemaError(path, "a set cannot be laid out; use list[X] with Field(max_length=N)")
-        if "maxItems" not in s:
-            raise SchemaError(path, "a list needs a bound to be laid out: add Field(max_length=N) (maxItems)")
-        if not s.get("items"):
-            raise SchemaError(path, "a list of Any cannot be laid out; give the item type")
+    def array(self, s, path, nullable, tokens, base):
+        """Up to maxItems items (or Options.items for an open list), prefixItems first; items past
+        minItems are optional, and an open list decodes each item as a block of its own."""
+        prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
+        rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)
+        least, most = s.get("minItems", 0), s.get("maxItems")
+        if rest is False:
+            most = len(prefix) if most is None else min(most, len(prefix))
+        open_list = most is None or most > BOUNDED_ITEMS   # a long bound is laid out as an open list's cap
+        count = min(len(prefix) + self.cap(None, least - len(prefix)), most or 1 << 30) if open_list else most
+        blocks = s.get("item_blocks", open_list)
         self.text("[")
-        items, prev, blocks = [], None, bool(s.get("item_blocks"))
-        for k in range(s["maxItems"]):
+        items, prev = [], None
+        self.lists += 1
+        self.open_parts |= open_list
+        for k in range(count):
             if blocks and k:
                 self.pieces.append(("block", None))
-            g = self.open("item", f"{path}[{k}]", required=k < s.get("minItems", 0), prev=prev)
+            mark = self.mark()
+            g = self.open("item", f"{path}[{k}]", required=k < least, prev=prev)
             self.text(", " * (k > 0))
-            items.append((g, self.close(g, self.value(s["items"], f"{path}[{k}]", tokens))))
+            try:
+                node = self.value(prefix[k] if k < len(prefix) else rest, f"{path}[{k}]", tokens, base)
+            except _TooDeep:
+                if k < least:
+                    raise
+                self.rollback(mark)   # past the recursion depth: the list ends here
+                break
+            items.append((g, self.close(g, node)))
             if not self.groups[g]["slots"]:
                 raise SchemaError(path, "list items need at least one field to tell they are present")
             prev = g
+        self.lists -= 1
         self.text("]")
         return ListNode(tuple(items), nullable)
 
     def string(self, s, path, nullable, tokens):
-        fmt, length, lo, hi, checks = s.get("format"), None, s.get("minLength", 0), s.get("maxLength"), []
-        if fmt in NO_FORMATS:
-            raise SchemaError(path, NO_FORMATS[fmt])
-        if fmt in FORMATS:
-            content, size = FORMATS[fmt]
-            checks = [Check("format", fmt)] if fmt in ("date", "date-time") else []
-        elif hi is not None and hi < lo:
-            raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}")
-        else:
-            content = content_pattern(s["pattern"], path) if "pattern" in s else CHAR + "*"
-            size, length = hi or max(self.default_tokens, lo), (lo, hi) if lo or hi is not None else None
-            if "pattern" in s and (width := plain_width(s["pattern"])) is not None:
-                size = max(min(size, width), 1)  # no value of the pattern is longer
-        checks += [Check("min_length", lo)] * (lo > 0) + [Check("max_length", hi)] * (hi is not None)
-        spec = dict(checks=tuple(checks), length=length, verbatim=bool(s.get("verbatim")))
+        content, size, length, checks = string_content(s, path, self.strict, self.options.default_tokens)
+        spec = dict(checks=tuple(Check(*c) for c in checks), length=length, verbatim=bool(s.get("verbatim")),
+                    user_budget=tokens is not None)
+        size = min(size, STRING_TOKENS_CAP)
         if nullable:
             return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
                              nullable=True, **spec)
@@ -244,27 +330,11 @@ class Builder:
         return slot
 
     def number(self, s, path, nullable, tokens, integer):
-        lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
-        if isinstance(xlo, bool):   # draft 4 spelling
-            lo, xlo = (None, lo) if xlo else (lo, None)
-        if isinstance(xhi, bool):
-            hi, xhi = (None, hi) if xhi else (hi, None)
-        checks = [Check(op, b) for op, b in (("ge", lo), ("gt", xlo), ("le", hi), ("lt", xhi)) if b is not None]
-        checks += [Check("multiple_of", s["multipleOf"])] if s.get("multipleOf") else []
-        low, high = (lo if lo is not None else xlo), (hi if hi is not None else xhi)
-        sign = not ((lo is not None and lo >= 0) or (xlo is not None and xlo >= -integer))
-        if low is not None and high is not None:
-            digits = len(str(int(max(abs(low), abs(high)))))
-        elif high is not None and not sign:
-            digits = len(str(int(abs(high))))
-        else:
-            digits = INT_DIGITS if integer else FLOAT_INT_DIGITS
-        pattern = "-?" * sign + (f"(?:0|[1-9][0-9]{{0,{digits - 1}}})" if digits > 1 else "[0-9]")
-        size = sign + digits + (not integer) * (1 + FLOAT_FRACTION_DIGITS)
-        pattern += "" if integer else rf"(?:\.[0-9]{{1,{FLOAT_FRACTION_DIGITS}}})?"
+        pattern, size, checks = number_pattern(s, integer)
         if nullable:
             pattern, size = f"null|(?:{pattern})", max(size, 4)
-        return self.slot(path, "value", tokens or size, pattern=pattern, checks=tuple(checks), nullable=nullable)
+        return self.slot(path, "value", tokens or size, pattern=pattern, checks=tuple(Check(*c) for c in checks),
+                         nullable=nullable, user_budget=tokens is not None)
 
     def choice(self, path, texts, tokens) -> int:
         ids = tuple(tuple(self.encode(t, path)) for t in texts)
@@ -275,8 +345,15 @@ class Builder:
         return self.slot(path, "value", tokens or need, kind="choice", choices=tuple(texts),
                          choice_ids=ids, nullable="null" in texts)
 
-    def slot(self, path, json_kind, budget, kind="regex", **spec) -> int:
+    def budget_of(self, path: str, estimate: int) -> int:
+        return max(estimate, self.budgets.get(path, 0))
+
+    def slot(self, path, json_kind, budget, kind="regex", user_budget=True, **spec) -> int:
         i = len(self.slots)
+        if user_budget:
+            self.fixed.add(path)
+        else:
+            budget = self.budget_of(path, budget)
         self.slots.append(dict(path=path, json_kind=json_kind, budget=budget, kind=kind, group=self.group, **spec))
         self.pieces.append(("slot", i))
         g = self.group
@@ -295,6 +372,16 @@ class Builder:
         self.group = g
         return g
 
+    def mark(self) -> tuple:
+        return len(self.pieces), len(self.slots), len(self.groups), self.group
+
+    def rollback(self, mark: tuple) -> None:
+        """Forget everything laid out since `mark` (a part cut off past the recursion depth)."""
+        pieces, slots, groups, self.group = mark
+        del self.pieces[pieces:], self.slots[slots:], self.groups[groups:]
+        for g in self.groups:
+            g["slots"] = [i for i in g["slots"] if i < slots]
+
     def close(self, g, node):
         self.pieces.append(("close", g))
         self.group = self.groups[g]["parent"]
@@ -308,10 +395,7 @@ class Builder:
         return ids
 
     def build(self, model, mask_id: int, pad_id: int) -> Canvas:
-        s, nullable, _ = self.resolve(self.root, "")
-        if nullable or not ("properties" in s or "discriminator" in s):
-            raise SchemaError("", "the root of a canvas must be a model (a JSON object)")
-        tree = self.value(self.root, "")
+        tree = self.value(self.doc.root, "", base=self.doc.base)
         ids, buf, stack, fixed, start, blocks = [], [], [], {}, {}, [0]
         for kind, x in self.pieces + [("end", None)]:
             if kind == "text":
@@ -336,7 +420,7 @@ class Builder:
                     self.groups[x]["slots"]), children=tuple(c["index"] for c in self.groups if c["parent"] == x))
         blocks = tuple(sorted({b for b in blocks if b < len(ids)}))
         return Canvas(tuple(ids), tuple(Slot(**s) for s in self.slots), tuple(Group(**g) for g in self.groups),
-                      mask_id, pad_id, self.tok, self.root, model, tree, blocks)
+                      mask_id, pad_id, self.tok, self.doc.root, model, tree, blocks)
 
 
 def _whole_pattern(slot: Slot) -> str:
@@ -353,15 +437,22 @@ def _whole_pattern(slot: Slot) -> str:
     return slot.pattern.replace(CHAR + "*", f"{CHAR}{{{lo},{'' if hi is None else hi}}}")
 
 
+
+
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
 def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,
-                 mask_id: int | None = None, pad_id: int | None = None) -> Canvas:
-    """Lay out a pydantic model class or a JSON Schema (dict or .json path) over `tokenizer`.
+                 mask_id: int | None = None, pad_id: int | None = None, room: int | None = None,
+                 vocab_size: int | None = None) -> Canvas:
+    """Lay out a pydantic model class or a JSON Schema (dict, boolean or .json path) over `tokenizer`.
 
-    `max_tokens`: budget of strings without max_length (default 24). `context`: the most
-    tokens the canvas may take (SchemaError beyond). Cached per (schema, tokenizer, options).
+    `max_tokens`: budget of strings without max_length (default 24). `room`: the tokens the
+    canvas should stay within (default: 3/4 of `context`, the rest left to the prompt); open
+    lists, maps and recursion are laid out smaller until it does (SHRINK). `context`: the most
+    tokens it may take (SchemaError beyond). `vocab_size`:
+    the model's logits, when they outnumber the tokenizer's ids. Cached per (schema, tokenizer,
+    options).
     """
     mask_id = tokenizer.mask_id if mask_id is None else mask_id
     pad_id = tokenizer.pad_id if pad_id is None else pad_id
@@ -369,14 +460,62 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
         raise UsageError("the canvas needs distinct mask and pad tokens; pass mask_id= and pad_id=")
     model = schema if isinstance(schema, type) and hasattr(schema, "model_json_schema") else None
     if isinstance(schema, (str, Path)):
-        schema = json.loads(Path(schema).read_text())
-    if model is None and not isinstance(schema, dict):
+        try:
+            schema = json.loads(Path(schema).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SchemaError("", f"{schema}: not a readable JSON Schema file ({e})") from None
+    if model is None and not isinstance(schema, (dict, bool)):
         raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema")
+    if room is None and context is not None:
+        room = context * 3 // 4
     cache = _CACHE.setdefault(tokenizer, {})
-    key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id)
+    key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id, room, vocab_size)
     if key not in cache:
         raw = model.model_json_schema() if model else schema
-        cache[key] = Builder(raw, tokenizer, max_tokens or DEFAULT_STRING_TOKENS).build(model, mask_id, pad_id)
+        cache[key] = _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size)
     if context is not None:
         cache[key].check_fits(context)
     return cache[key]
+
+
+def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size) -> Canvas:
+    """The canvas of the largest Options in SHRINK that fits `room`, each slot with the tokens its
+    shortest value needs at least (a second build raises the estimates that fall short)."""
+    from .constraints import shortest
+    from .validation import checker
+
+    check = None if model is not None else checker(raw)
+    if raw is False:
+        raise SchemaError("", "the schema is `false`: no value is valid; give a schema a value can satisfy")
+    doc = Document(raw if isinstance(raw, dict) else {})
+    budgets: dict[str, int] = {}
+    for options in SHRINK:
+        options = replace(options, default_tokens=max_tokens or DEFAULT_STRING_TOKENS)
+        for _ in range(3):
+            builder = Builder(doc, tokenizer, options, strict=model is None, budgets=budgets)
+            try:
+                canvas = builder.build(model, mask_id, pad_id)
+            except _TooDeep as e:
+                raise SchemaError(str(e), "the schema refers to itself here with no way to stop: make the "
+                                          "recursive field optional, nullable or a list without minItems") from None
+            short = {s.path: need for s in canvas.slots if s.kind == "regex" and s.path not in builder.fixed
+                     and (need := shortest(s, tokenizer, vocab_size, pad_id, mask_id)) > s.budget}
+            if not short:
+                break
+            budgets.update(short)
+        if room is None or len(canvas) <= room or not builder.open_parts:
+            break
+    return replace(canvas, check=check)
+
+
+def content_key(pattern: str | None, path: str) -> str:
+    """A map key's content regex: the key pattern's (a search, as JSON Schema reads it), not empty."""
+    return f"(?:{content_pattern(pattern, path)})" if pattern else f"{CHAR}+"
+
+
+def _search(pattern: str, text: str) -> bool:
+    import re
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return False

@@ -79,13 +79,13 @@ def _load(model):
 
 def _warm(model, schema) -> None:
     """Compile the canvas automata once, so the timed decodes measure decoding only."""
-    from clover_struct.constraints import compile_canvas
-    from clover_struct.schema_walk import build_canvas
+    from clover_struct.api import prepare
+    from clover_struct.errors import CloverError
 
-    cfg = model.config
-    if model.tokenizer is not None and cfg.mask_token_id is not None and cfg.pad_token_id is not None:
-        canvas = build_canvas(schema, model.tokenizer, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
-        compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
+    try:
+        prepare(schema, model)
+    except CloverError:
+        pass   # the decode reports it
 
 
 def _decode(model, texts, batch_size, schedule):

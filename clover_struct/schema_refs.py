@@ -1,0 +1,204 @@
+"""A JSON Schema document read for layout: references followed, compositions merged.
+
+`Document.resolve(schema, path, base)` turns any subschema into the form the schema walk
+lays out: `$ref` followed (any JSON pointer into the document, `~0`/`~1` escapes and
+percent-encoding, `$id` and `$anchor` targets, `$defs` and `definitions`), `allOf`
+merged where its members merge, boolean schemas read (`true` is any value, `false`
+none), `nullable`, null members of `anyOf`/`oneOf` and `"null"` in type lists turned into
+a flag, type lists and unions of several shapes kept as `anyOf` of their members.
+
+The merge is the layout's guide, not the law: every output is validated against the
+original schema at the end (api.py), so a keyword the merge cannot express is enforced
+there. What no value can satisfy (`false`, contradictory types, bounds or enums) and what
+lies outside the document (remote references) is refused with a SchemaError.
+Knows nothing of canvases, tokenizers or models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urldefrag, urljoin
+
+from .errors import SchemaError
+
+_LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
+_UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
+_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+@dataclass
+class Resolved:
+    schema: dict                      # the subschema, references followed and allOf merged
+    nullable: bool = False            # null is allowed besides what `schema` describes
+    refs: list[str] = field(default_factory=list)   # absolute references followed to reach it
+    base: str = ""                    # the base URI its own references resolve against
+
+
+class Document:
+    """One JSON Schema document: its subschemas indexed by `$id` and `$anchor`."""
+
+    def __init__(self, root):
+        self.root = root
+        self.base = root.get("$id", "") if isinstance(root, dict) and isinstance(root.get("$id"), str) else ""
+        self.ids: dict[str, object] = {}
+        self._index(root, self.base)
+
+    def _index(self, s, base: str) -> None:
+        if not isinstance(s, dict):
+            return
+        if isinstance(s.get("$id"), str) and s["$id"].startswith("#"):   # draft 7: a plain-name fragment
+            self.ids.setdefault(f"{urldefrag(base)[0]}{s['$id']}", s)
+        elif isinstance(s.get("$id"), str):
+            base = urljoin(base, s["$id"])
+            self.ids.setdefault(urldefrag(base)[0], s)
+        if isinstance(s.get("$anchor"), str):
+            self.ids.setdefault(f"{urldefrag(base)[0]}#{s['$anchor']}", s)
+        for key in _SUBSCHEMA_LISTS:
+            for sub in s.get(key) if isinstance(s.get(key), list) else []:
+                self._index(sub, base)
+        for key in _SUBSCHEMA_MAPS:
+            for sub in (s.get(key) or {}).values() if isinstance(s.get(key), dict) else []:
+                self._index(sub, base)
+        for key in ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"):
+            self._index(s.get(key), base)
+
+    def lookup(self, ref: str, base: str, path: str) -> tuple[object, str]:
+        """The subschema `ref` names, and the base URI inside it."""
+        uri = urljoin(base, ref) if base else ref
+        doc, fragment = urldefrag(uri)
+        if doc and doc not in self.ids and doc != urldefrag(self.base)[0]:
+            raise SchemaError(path, f"$ref {ref} points outside this schema ({doc}); clover-struct reads no "
+                                    "remote schemas: copy the referenced schema under $defs and refer to it there")
+        target = self.ids.get(doc, self.root)
+        if not fragment:
+            return target, doc
+        if not fragment.startswith("/"):
+            anchor = self.ids.get(f"{doc}#{fragment}")
+            if anchor is None:
+                raise SchemaError(path, f"$ref {ref}: no $anchor {fragment!r} in this schema; check the name")
+            return anchor, doc
+        for part in fragment.split("/")[1:]:
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            elif isinstance(target, dict) and part in target:
+                target = target[part]
+            else:
+                raise SchemaError(path, f"$ref {ref}: the pointer finds no {part!r} in this schema; "
+                                        "check the path (segments are JSON pointer escaped: ~0 for ~, ~1 for /)")
+        if isinstance(target, dict) and isinstance(target.get("$id"), str):
+            doc = urljoin(doc, target["$id"])
+        return target, doc
+
+    def resolve(self, s, path: str, base: str = "") -> Resolved:
+        """`s` in the walk's normal form (see the module docstring)."""
+        out = Resolved({}, base=base)
+        for _ in range(256):   # a guard against references that only point at each other
+            if s is True or s == {}:
+                out.schema = {}
+                return out
+            if s is False:
+                raise SchemaError(path, "the schema is `false` here: no value is valid; remove the field or "
+                                        "give it a schema a value can satisfy")
+            if not isinstance(s, dict):
+                raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
+            if isinstance(s.get("$id"), str) and not s["$id"].startswith("#") and s is not self.root:
+                out.base = urljoin(out.base, s["$id"]) if out.base else s["$id"]
+            if isinstance(s.get("$ref"), str):
+                target, out.base = self.lookup(s["$ref"], out.base, path)
+                out.refs.append(urljoin(out.base, s["$ref"]) if out.base else s["$ref"])
+                rest = {k: v for k, v in s.items() if k not in ("$ref", "$id")}
+                s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
+                continue
+            if "allOf" in s:
+                merged = {k: v for k, v in s.items() if k != "allOf"}
+                for member in s["allOf"]:
+                    r = self.resolve(member, path, out.base)
+                    out.refs += r.refs
+                    merged = merge(merged, r.schema if not r.nullable else {**r.schema, "x-nullable": True}, path)
+                s = merged
+                continue
+            if s.get("nullable") is True or s.get("x-nullable") is True:
+                out.nullable = True
+                s = {k: v for k, v in s.items() if k not in ("nullable", "x-nullable")}
+                continue
+            if "const" in s and "enum" not in s:
+                s = {**{k: v for k, v in s.items() if k != "const"}, "enum": [s["const"]]}
+                continue
+            word = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
+            if word and "discriminator" not in s and not s.get("x-union"):
+                members = [m for m in s[word] if not _is_null(m)]
+                out.nullable |= len(members) < len(s[word])
+                rest = {k: v for k, v in s.items() if k != word}
+                if not members:
+                    s = {**rest, "type": "null"}
+                elif len(members) == 1:
+                    s = merge(rest, self.resolve(members[0], path, out.base).schema, path) if rest else members[0]
+                elif all(isinstance(m, dict) and ("enum" in m or "const" in m) for m in members):
+                    s = {**rest, "enum": [v for m in members for v in m.get("enum", [m.get("const")])]}
+                else:
+                    s = {**rest, word: members, "x-union": word}
+                continue
+            if isinstance(s.get("type"), list):
+                types = [t for t in s["type"] if t != "null"]
+                out.nullable |= len(types) < len(s["type"])
+                if not types:
+                    s = {**s, "type": "null"}
+                elif len(types) == 1:
+                    s = {**s, "type": types[0]}
+                else:
+                    rest = {k: v for k, v in s.items() if k != "type"}
+                    s = {"anyOf": [{**rest, "type": t} for t in types], "x-union": "anyOf"}
+                continue
+            if s.get("type") == "null":
+                out.nullable = True
+            if "enum" in s and None in s["enum"]:
+                out.nullable = True
+            out.schema = s
+            return out
+        raise SchemaError(path, "the references here lead only to each other; give the schema a value")
+
+
+def _is_null(s) -> bool:
+    return isinstance(s, dict) and (s.get("type") == "null" or s.get("enum") == [None] or s.get("const", 0) is None)
+
+
+def merge(a: dict, b: dict, path: str) -> dict:
+    """Two schemas every value must satisfy, as one: what the layout follows (allOf)."""
+    out = dict(a)
+    for key, value in b.items():
+        if key not in out:
+            out[key] = value
+        elif key == "properties":
+            out[key] = {**out[key], **{k: merge(out[key][k], v, f"{path}.{k}") if k in out[key]
+                                       and isinstance(v, dict) and isinstance(out[key][k], dict) else v
+                                       for k, v in value.items()}}
+        elif key == "required":
+            out[key] = list(dict.fromkeys([*out[key], *value]))
+        elif key == "type":
+            kinds = lambda t: set(t) if isinstance(t, list) else {t}   # noqa: E731
+            both = kinds(out[key]) & kinds(value) | ({"integer"} if "number" in kinds(out[key]) | kinds(value)
+                                                     and "integer" in kinds(out[key]) | kinds(value) else set())
+            if not both:
+                raise SchemaError(path, f"allOf asks for a {out[key]} and a {value} at once: no value is both; "
+                                        "fix the conflicting types")
+            out[key] = sorted(both) if len(both) > 1 else both.pop()
+        elif key == "enum":
+            keep = [v for v in out[key] if v in value]
+            if not keep:
+                raise SchemaError(path, f"allOf allows {out[key]} and {value}: no value is in both; fix the enums")
+            out[key] = keep
+        elif key in _LOWER and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = max(out[key], value)
+        elif key in _UPPER and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = min(out[key], value)
+        elif key in ("items", "additionalProperties") and isinstance(value, dict) and isinstance(out[key], dict):
+            out[key] = merge(out[key], value, path)
+        elif key == "additionalProperties" and value is False:
+            out[key] = False
+    for lo, hi in (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems"),
+                   ("minProperties", "maxProperties")):
+        if isinstance(out.get(lo), (int, float)) and isinstance(out.get(hi), (int, float)) and out[lo] > out[hi]:
+            raise SchemaError(path, f"{lo} {out[lo]} exceeds {hi} {out[hi]}: no value satisfies both; fix the bounds")
+    return out

@@ -1,0 +1,39 @@
+"""The final check: an output validated against the user's own JSON Schema, as written.
+
+The layout follows the schema as far as a canvas can (schema_walk.py); this check holds
+what it cannot: oneOf exclusivity, uniqueItems, contains, if/then/else, not, dependencies,
+a pattern beside a format, and every format, with the `jsonschema` package (the draft of
+the schema's `$schema`, 2020-12 by default, formats checked). A failing value becomes an
+ExtractionError with the path of the value, which repair.py answers with the next-best
+values before it gives up. Knows nothing of canvases or models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .errors import ExtractionError, SchemaError
+
+
+def path_of(parts) -> str:
+    """A JSON location (keys and indices) as the fields' paths are written: `a.b[2].c`."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+
+
+def checker(schema) -> Callable[[Any], None]:
+    """A function that raises ExtractionError for data `schema` rejects (the most relevant error)."""
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+    def check(data) -> None:
+        error = best_match(validator.iter_errors(data))
+        if error is not None:
+            raise ExtractionError(path_of(error.absolute_path), f"the schema rejects the value: {error.message}")
+    return check

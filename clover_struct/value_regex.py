@@ -1,0 +1,104 @@
+"""Whole JSON values as regular expressions: the slot of a part no fixed layout fits.
+
+An untagged union (int-or-string, an object or a list), a value of any type, or an
+open-ended part nested inside one is laid out as ONE slot holding its whole JSON text,
+under a regex that accepts every value of the subschema (within a nesting depth): the
+model's first token then picks the variant (`"`, a digit, `{`, ...). Objects are written as
+the canvas writes them (`{"a": 1, "b": [2, 3]}`): every property in schema order, then any
+extra entries. The regex is the layout's guide; the final check against the original
+schema (api.py) enforces what it cannot (oneOf exclusivity, uniqueness, conditionals).
+Knows nothing of canvases, tokenizers or models.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .errors import SchemaError
+from .patterns import CHAR, FLOAT_FRACTION_DIGITS, literal, number_pattern, string_content
+
+ANY_DEPTH = 2       # nesting of arrays and objects a whole value may have (any(3) compiles in a minute)
+KEY = f'"{CHAR}+"'   # (a counted repeat of a Unicode class takes outlines-core minutes to compile)
+
+
+class ValueRegex:
+    """Regexes of whole values over one Document (schema_refs.py)."""
+
+    def __init__(self, document, strict_formats: bool = True):
+        self.doc, self.strict = document, strict_formats
+
+    def any(self, depth: int = ANY_DEPTH) -> str:
+        scalar = f'null|true|false|"{CHAR}*"|-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?'   # the budget bounds them
+        if depth <= 0:
+            return scalar
+        inner = self.any(depth - 1)
+        return (f"{scalar}|\\[(?:(?:{inner})(?:, (?:{inner}))*)?\\]"
+                f"|\\{{(?:{KEY}: (?:{inner})(?:, {KEY}: (?:{inner}))*)?\\}}")
+
+    def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH) -> str:
+        """A regex of the JSON text of every value of `s` (nesting cut at `depth`)."""
+        r = self.doc.resolve(s, path, base)
+        core = self._of(r.schema, path, r.base, depth)
+        return f"null|(?:{core})" if r.nullable and core != "null" else core
+
+    def _of(self, s: dict, path: str, base: str, depth: int) -> str:
+        if s.get("x-union"):
+            return "|".join(f"(?:{self.of(m, path, base, depth)})" for m in s[s["x-union"]])
+        if "enum" in s:
+            return "|".join(literal(json.dumps(v, ensure_ascii=False)) for v in s["enum"])
+        t = s.get("type")
+        if t is None and "properties" in s:
+            t = "object"
+        if t == "null":
+            return "null"
+        if t == "boolean":
+            return "true|false"
+        if t in ("integer", "number"):
+            return number_pattern(s, t == "integer")[0]
+        if t == "string":
+            return f'"{string_content(s, path, self.strict)[0]}"'
+        if t is None or depth <= 0:
+            return self.any(max(depth - 1, 0))
+        if t == "array":
+            return self.array(s, path, base, depth)
+        if t == "object":
+            return self.object(s, path, base, depth)
+        raise SchemaError(path, f"type {t!r} is not a JSON Schema type; use string, number, integer, boolean, "
+                                "object, array or null")
+
+    def array(self, s: dict, path: str, base: str, depth: int) -> str:
+        lo, hi = s.get("minItems", 0), s.get("maxItems")
+        tuple_items = isinstance(s.get("items"), list)   # drafts before 2020-12 write prefixItems so
+        prefix = [self.of(p, f"{path}[{k}]", base, depth - 1)
+                  for k, p in enumerate(s["items"] if tuple_items else s.get("prefixItems", []))]
+        items = s.get("additionalItems", True) if tuple_items else s.get("items", True)
+        rest = None if items is False else self.of(items, f"{path}[]", base, depth - 1)
+        parts = [f"(?:{p})" for p in prefix]
+        body = ", ".join(parts)
+        if rest is not None:
+            more_lo, more_hi = max(lo - len(parts), 0), None if hi is None else max(hi - len(parts), 0)
+            if more_hi != 0:
+                sep = ", " if parts else ""
+                first = f"{sep}(?:{rest})"
+                tail = f"(?:, (?:{rest})){{{max(more_lo - 1, 0)},{'' if more_hi is None else more_hi - 1}}}"
+                body += f"(?:{first}{tail})" + ("" if more_lo else "?")
+        return f"\\[{body}\\]" if parts or rest is None or lo else f"\\[(?:{body})?\\]"
+
+    def object(self, s: dict, path: str, base: str, depth: int) -> str:
+        props = s.get("properties", {})
+        required = set(s.get("required", []))
+        fields = [f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{self.of(v, f"{path}.{k}", base, depth - 1)})'
+                  for k, v in props.items()]
+        fields += [f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{self.any(depth - 1)})'
+                   for k in required if k not in props]
+        extra = s.get("additionalProperties", {} if not props else False)
+        entry = None
+        if extra is not False and not s.get("patternProperties"):
+            value = self.any(depth - 1) if extra in (True, {}) else self.of(extra, f"{path}{{}}", base, depth - 1)
+            entry = f"{KEY}: (?:{value})"
+        body = ", ".join(fields)
+        if entry is None:
+            return f"\\{{{body}\\}}"
+        if fields:
+            return f"\\{{{body}(?:, {entry})*\\}}"
+        return f"\\{{(?:{entry}(?:, {entry})*)?\\}}"
