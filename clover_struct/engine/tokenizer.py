@@ -67,9 +67,19 @@ class Tokenizer:
         names, template = {}, None
         config = path.parent / "tokenizer_config.json"
         if config.is_file():
-            for key, value in json.loads(config.read_text()).items():
-                if key in ("mask_token", "pad_token", "eos_token"):
-                    names[key] = value["content"] if isinstance(value, dict) else value
+            try:
+                settings = json.loads(config.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise CheckpointError(f"{config}: not valid JSON ({e}); copy the checkpoint's file again") from e
+            if not isinstance(settings, dict):
+                raise CheckpointError(f"{config}: expected a JSON object")
+            for key, value in settings.items():
+                if key in ("mask_token", "pad_token", "eos_token") and value is not None:
+                    name = value.get("content") if isinstance(value, dict) else value
+                    if not isinstance(name, str):
+                        raise CheckpointError(f"{config}: {key} is {value!r}; expected a token's text, or an "
+                                              "object with its 'content'")
+                    names[key] = name
                 elif key == "chat_template" and isinstance(value, str):
                     template = value
         out = cls(tok, names)
