@@ -163,6 +163,12 @@ def prepare(schema, model=None, max_tokens: int | None = None):
 def encode_prompt(model, text, canvas, truncate: bool = False) -> list[int]:
     """The prompt ids for `text`; ExtractionError for a text that is no str, is empty, is not
     Unicode (lone surrogates) or that the context cannot hold."""
+    return fit_prompt(model, text, canvas, truncate)[0]
+
+
+def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], str]:
+    """encode_prompt's ids, and the text they hold (with truncate=True, the part of `text` that
+    fits the context: what verbatim fields may copy from, since the model sees no more)."""
     if not isinstance(text, str):
         raise ExtractionError("", f"the text is of type {type(text).__name__}, not str; pass the text itself "
                                   "(decode bytes first)")
@@ -176,12 +182,13 @@ def encode_prompt(model, text, canvas, truncate: bool = False) -> list[int]:
     tok, room = model.tokenizer, model.config.max_position_embeddings - len(canvas.ids)
     ids = prompt_ids(tok, text, canvas)
     if len(ids) <= room:
-        return ids
+        return ids, text
     if not truncate:
         raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
                                   f"{room} beside the canvas; shorten it or pass truncate=True")
     keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
-    return prompt_ids(tok, tok.decode(tok.encode(text)[:keep]), canvas)[:room]
+    kept = tok.decode(tok.encode(text)[:keep])
+    return prompt_ids(tok, kept, canvas)[:room], kept
 
 
 def field_paths(canvas) -> dict[str, list[int]]:
@@ -272,23 +279,24 @@ def _texts_and_known(texts, known) -> tuple[list, list]:
     return texts, list(known)
 
 
-def _decode_jobs(model, canvas, automata, texts, jobs, options):
-    """(record index, value or ExtractionError, Trace) for each job (index, prompt ids, known ids).
+def _decode_jobs(model, canvas, automata, jobs, options):
+    """(record index, value or ExtractionError, Trace) for each job (index, prompt ids, known ids,
+    the text the prompt holds).
 
     The batch is one joint decode; if it fails unexpectedly, each record is decoded alone,
     so the failure stays with the record that causes it."""
     ready, bound = [], []
     for job in jobs:
         try:
-            bound.append(for_text(automata, texts[job[0]], model.tokenizer))
+            bound.append(for_text(automata, job[3], model.tokenizer))
             ready.append(job)
         except Exception as e:
             yield job[0], internal_failure("reading the text's pieces", e), Trace()
     if not ready:
         return
     try:
-        rows = decode(model, [ids for _, ids, _ in ready], [canvas] * len(ready), bound,
-                      known=[k for _, _, k in ready], **options)
+        rows = decode(model, [job[1] for job in ready], [canvas] * len(ready), bound,
+                      known=[job[2] for job in ready], **options)
     except (UsageError, CheckpointError, SchemaError):
         raise   # the call itself is wrong: every record would fail alike
     except Exception as e:
@@ -296,9 +304,9 @@ def _decode_jobs(model, canvas, automata, texts, jobs, options):
             yield ready[0][0], internal_failure("decoding", e), Trace()
         else:
             for job in ready:
-                yield from _decode_jobs(model, canvas, automata, texts, [job], options)
+                yield from _decode_jobs(model, canvas, automata, [job], options)
         return
-    for (n, _, _), row in zip(ready, rows):
+    for (n, *_), row in zip(ready, rows):
         try:
             value = finish(row)
         except ExtractionError as e:
@@ -330,13 +338,13 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
         jobs = []
         for n, text in enumerate(texts):
             try:
-                ids = encode_prompt(model, text, canvas, truncate)
+                ids, held = fit_prompt(model, text, canvas, truncate)
             except Exception as e:
                 results[n] = internal_failure("encoding the prompt", e)
                 continue
-            jobs.append((n, ids, _known_ids(canvas, automata, known[n])))
+            jobs.append((n, ids, _known_ids(canvas, automata, known[n]), held))
         for b in range(0, len(jobs), batch_size):
-            for n, value, t in _decode_jobs(model, canvas, automata, texts, jobs[b:b + batch_size], options):
+            for n, value, t in _decode_jobs(model, canvas, automata, jobs[b:b + batch_size], options):
                 results[n], traces[n] = value, t
     return list(zip(results, traces)) if trace else results
 

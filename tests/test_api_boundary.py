@@ -208,3 +208,15 @@ def test_threads_on_one_model_give_the_sequential_results_one_call_at_a_time(mod
         t.join()
     assert got == sequential
     assert most[0] == 1   # the model is never run by two threads at once
+
+
+def test_a_truncated_text_binds_verbatim_fields_to_the_part_the_model_sees(toy_tokenizer, monkeypatch):
+    model = tiny_model(toy_tokenizer, block_size=64, max_position_embeddings=256)
+    seen, for_text = [], api.for_text
+    monkeypatch.setattr(api, "for_text", lambda automata, text, tok: seen.append(text) or for_text(automata, text, tok))
+    text = "zone near the harbour " * 40 + "TAIL9"
+    with pytest.raises(ExtractionError, match="pass truncate=True"):
+        extract(text, Zone, model=model)
+    value = extract_many([text], Zone, model=model, truncate=True)[0]
+    assert isinstance(value, (Zone, ExtractionError))
+    assert text.startswith(seen[0]) and 0 < len(seen[0]) < len(text) and "TAIL9" not in seen[0]
