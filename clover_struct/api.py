@@ -37,7 +37,7 @@ import torch
 
 from .constraints import compile_canvas
 from .decoder import SCHEDULES, Trace, decode
-from .errors import CheckpointError, CloverError, ExtractionError, SchemaError, UsageError
+from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
 from .repair import finish
 from .schema_walk import build_canvas
 from .verbatim import for_text
@@ -86,10 +86,11 @@ def model_lock(model) -> threading.RLock:
 
 
 def internal_failure(stage: str, e: BaseException) -> ExtractionError:
-    """A record's ExtractionError for an unexpected exception while `stage` (its cause chained)."""
+    """A record's error for an unexpected exception while `stage`: an InternalError with the
+    exception as its cause (an ExtractionError raised there is the record's error as it is)."""
     if isinstance(e, ExtractionError):
         return e
-    err = ExtractionError("", f"{stage} failed ({type(e).__name__}: {e}); this is a bug in clover-struct: "
+    err = InternalError("", f"{stage} failed ({type(e).__name__}: {e}); this is a bug in clover-struct: "
                               "please report it with the text (the other records are not affected)")
     err.__cause__ = e
     return err

@@ -117,6 +117,7 @@ def test_a_folder_of_good_and_bad_files(tmp_path):
     records = rows(tmp_path / "mixed.jsonl", tmp_path / "mixed")
     errors = rows(tmp_path / "mixed.errors.jsonl", tmp_path / "mixed")
     assert not set(records) & set(errors) and set(records) | set(errors) == set(renamed.values())
+    assert not any("a bug in clover-struct" in row["error"] for row in errors.values())
     for name in ("bin0.txt", "png.md", "empty0.txt", "latin0.txt", "huge.txt", "long.txt", "nul.txt",
                  "dangling.txt", "fifo.txt", "nested.md"):
         assert renamed[name] in errors, name
