@@ -202,11 +202,18 @@ def torch_device(device=None, dtype=None) -> tuple[torch.device, torch.dtype]:
         raise UsageError(f"device {device!r} is not a torch device ({e}); use 'cpu' or 'cuda'") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError("a CUDA device was asked for, but torch sees none; use device='cpu'")
+    if isinstance(dtype, str):   # "bfloat16", "torch.float16"
+        dtype = getattr(torch, dtype.removeprefix("torch."), dtype)
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise UsageError(f"dtype {dtype!r} is not a floating-point torch dtype; use torch.float32, torch.bfloat16 "
+                         "or torch.float16")
     return device, dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
 
 
 def load_model(path: str | Path, *, device=None, dtype=None):
     """The model in directory `path`, of whichever family its config.json names."""
+    if not isinstance(path, (str, Path)):
+        raise UsageError(f"load_model takes the path of a model directory, not a {type(path).__name__}")
     root = Path(path)
     if not root.is_dir():
         raise CheckpointError(f"{root}: not a model directory (expected config.json and model.safetensors)")

@@ -241,3 +241,18 @@ def test_loading_and_extracting_never_open_a_socket(tmp_path, toy_tokenizer, mon
     schema = {"type": "object", "properties": {"kind": {"enum": ["circle", "polygon"]}}, "required": ["kind"]}
     assert set(extract("a circle", schema, model=models[0])) == {"kind"}
     assert set(extract("a circle", schema, model=models[-1])) == {"kind"}
+
+
+@pytest.mark.parametrize("path, options, message", [
+    (123, {}, "takes the path of a model directory, not a int"),
+    (None, {"dtype": torch.int8}, "not a floating-point torch dtype"),
+    (None, {"dtype": "int8"}, "not a floating-point torch dtype"),
+    (None, {"dtype": 5}, "not a floating-point torch dtype"),
+])
+def test_load_model_arguments_are_usage_errors(path, options, message):
+    with pytest.raises(clover_struct.UsageError, match=message):
+        load_model(path, **options)
+
+
+def test_a_dtype_may_be_named():
+    assert load_model(dtype="bfloat16").lm_head.weight.dtype == torch.bfloat16
