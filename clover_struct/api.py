@@ -340,6 +340,8 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
         for n, text in enumerate(texts):
             try:
                 ids, held = fit_prompt(model, text, canvas, truncate)
+            except (UsageError, CheckpointError, SchemaError):
+                raise   # the call or the model is wrong (a chat template without jinja2): no record can run
             except Exception as e:
                 results[n] = internal_failure("encoding the prompt", e)
                 continue
@@ -351,7 +353,7 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
 
 
 OPTIONS = [name for name, p in inspect.signature(extract_many).parameters.items()
-           if p.kind == p.KEYWORD_ONLY and name not in ("model", "trace", "known", "batch_size")]
+           if p.kind == p.KEYWORD_ONLY and name not in ("model", "trace", "known")]
 
 
 def extract(text: str, schema, *, model=None, trace: bool = False, known: dict | None = None, **options):

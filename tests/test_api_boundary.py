@@ -9,8 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 import clover_struct.api as api
-from clover_struct import (CloverError, ExtractionError, InternalError, SchemaError, UsageError, decide, extract,
-                           extract_many, implies, load_model)
+from clover_struct import (CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError,
+                           decide, extract, extract_many, implies, load_model)
 from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.notam import Notam
 from tiny_models import tiny_model
@@ -161,11 +161,12 @@ def test_a_failure_in_any_stage_stays_with_its_record(model, monkeypatch, stage,
     assert isinstance(got[1][0], InternalError) and message in str(got[1][0])
 
 
-def test_a_mistake_in_the_call_is_not_retried_per_record(model, monkeypatch):
+@pytest.mark.parametrize("stage, error", [("decode", UsageError), ("prompt_ids", CheckpointError)])
+def test_a_mistake_in_the_call_or_the_model_is_not_made_a_record_error(model, monkeypatch, stage, error):
     def wrong(*args, **kwargs):
-        raise UsageError("the call is wrong")
-    monkeypatch.setattr(api, "decode", wrong)
-    with pytest.raises(UsageError, match="the call is wrong"):
+        raise error("the call is wrong")   # as a chat template without jinja2 installed
+    monkeypatch.setattr(api, stage, wrong)
+    with pytest.raises(error, match="the call is wrong"):
         extract_many(["a", "b"], Zone, model=model)
 
 
