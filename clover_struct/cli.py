@@ -139,8 +139,11 @@ class Stop:
         if self.signal is not None and signum == signal.SIGINT:
             raise KeyboardInterrupt
         self.signal = signal.Signals(signum)
-        print(f"\nclover-struct: {self.signal.name}: stopping after this batch (Ctrl-C again stops at once)",
-              file=sys.stderr, flush=True)
+        message = f"\nclover-struct: {self.signal.name}: stopping after this batch (Ctrl-C again stops at once)\n"
+        try:   # a raw write: the handler may run while the main thread is inside sys.stderr's own write
+            os.write(sys.stderr.fileno(), message.encode())
+        except (OSError, ValueError, AttributeError):
+            pass
 
     def __exit__(self, *exc):
         for s, handler in self.before.items():
