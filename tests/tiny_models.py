@@ -156,7 +156,7 @@ def tiny_diffusion_gemma(tok, path, *, canvas: int = 16, std: float = 0.0, seed:
     text = dict(vocab_size=tok.vocab_size + extra_vocab, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
                 num_attention_heads=2, num_key_value_heads=1, head_dim=16, global_head_dim=16,
                 num_global_key_value_heads=1, sliding_window=16, num_experts=4, top_k_experts=2,
-                moe_intermediate_size=16, max_position_embeddings=4096,
+                moe_intermediate_size=16, max_position_embeddings=32_768,
                 layer_types=["sliding_attention", "full_attention"],
                 pad_token_id=tok.pad_id, eos_token_id=tok.eos_id, bos_token_id=tok.eos_id)
     torch.manual_seed(seed)
