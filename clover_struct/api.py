@@ -6,7 +6,7 @@ regular expression cannot express (numeric bounds, pydantic validators) is
 replaced by the slot's next-best complete value; if none passes, the record
 becomes an ExtractionError naming the field. Mistakes in the call itself (a
 `known` path the schema lacks, a known value its field cannot hold, a model
-without tokenizer or mask token) raise at once.
+without tokenizer or pad token, or a mask-noise model without a mask token) raise at once.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
     if not template:
         return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")
     try:
-        from jinja2.sandbox import ImmutableSandboxedEnvironment  # only checkpoints that bring a template need it
+        from jinja2 import TemplateError  # only checkpoints that bring a template need jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
         raise CheckpointError("this checkpoint's tokenizer_config.json has a chat template, which needs "
                               "jinja2: pip install jinja2") from None
@@ -79,8 +80,12 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
                    f"{json.dumps(canvas.schema, separators=(',', ':'))}\n\nText:\n{text}")
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals["raise_exception"] = raise_exception
-    rendered = env.from_string(template).render(
-        messages=[{"role": "user", "content": instruction}], add_generation_prompt=True, **names)
+    try:
+        rendered = env.from_string(template).render(
+            messages=[{"role": "user", "content": instruction}], add_generation_prompt=True, **names)
+    except TemplateError as e:
+        raise CheckpointError(f"the checkpoint's chat template (tokenizer_config.json) does not render: {e}; "
+                              "fix or remove its chat_template") from None
     return tokenizer.encode(rendered)
 
 

@@ -11,7 +11,7 @@ from typing import Literal, Optional
 import pytest
 from pydantic import BaseModel, Field
 
-from clover_struct import ExtractionError, cli, decide, extract, extract_many, implies
+from clover_struct import CheckpointError, ExtractionError, cli, decide, extract, extract_many, implies
 from clover_struct.api import prepare, prompt_ids
 from tiny_models import tiny_diffusion_gemma
 
@@ -117,6 +117,14 @@ def test_a_gemma_style_chat_template_frames_the_prompt(make_toy_tokenizer, tmp_p
     assert rendered[0] == f"<bos><start_of_turn>user\n{instruction}<end_of_turn>\n<start_of_turn>model\n"
     assert ids[0] == tok.token_to_id("<bos>") and ids[-6:] == [tok.token_to_id("<start_of_turn>"), *tok.encode("model")]
     assert isinstance(extract("EGTT closed", Record, model=gemma), Record)
+
+
+@pytest.mark.parametrize("template,why", [("{% for m in messages %}", "does not render: Unexpected end"),
+                                          ("{{ raise_exception('no system turn') }}", "refused the prompt: no system")])
+def test_a_template_that_fails_is_a_checkpoint_error(model, monkeypatch, template, why):
+    monkeypatch.setattr(model.tokenizer, "chat_template", template)
+    with pytest.raises(CheckpointError, match=why):
+        extract(TEXTS[0], Record, model=model)
 
 
 @pytest.mark.filterwarnings("ignore:.*the vision tower is ignored")
