@@ -17,9 +17,9 @@ extract writes) and write a record's worth of canvases:
     python benchmarks/diffusion_gemma_decode.py [--std 0.0] [--canvas 256] [--n 20]
 
 What random weights cannot show: how sure a trained model is. Near-uniform logits (std 0, transformers'
-init) never reach our 0.9 threshold, so every slot commits one token per step and a canvas costs its
-longest slot part; never fall below generate's entropy bound or its stopping entropy, so generate runs
-all 48 steps per canvas. A trained model commits several tokens per slot per step (tokens per forward
+init) reach our 0.9 threshold only where a slot's grammar leaves one token, so a slot otherwise commits
+one token per step and a canvas costs about its longest slot part; they never fall below generate's
+entropy bound or its stopping entropy, so generate runs all 48 steps per canvas. A trained model commits several tokens per slot per step (tokens per forward
 rises; forward passes fall) and stops generate early; by how much is what only real weights can say.
 `--std 1.0` moves every weight by N(0, 1): confidently wrong logits, the other extreme.
 
@@ -134,6 +134,7 @@ def main():
           f"weights + N(0, {args.std})), {sum(p.numel() for p in ours.parameters()):,} parameters, canvas "
           f"{args.canvas}; {len(texts)} demo notices -> NoFlyZone ({len(canvas)} canvas tokens, {slots} slots, "
           f"{canvases} canvases); longest slot {max(s.budget for s in canvas.slots)} tokens")
+    # seconds: the two sides run one after the other, so only a quiet machine makes them comparable
     print("| decoder | forward passes / record | of them encoder-only | tokens / forward | valid records | s / record |")
     print("|---|---|---|---|---|---|")
     print(f"| ours, joint constrained | {ours_passes:.1f} | 0 (in each canvas's first pass) | {ours_tpf:.2f} | "
