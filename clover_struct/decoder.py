@@ -67,7 +67,10 @@ def _history(model: DenoisingModel, prompts, use_cache: bool, generator) -> "_Hi
     """The step function for `model`: its noise (`model.noise`, "mask" where it says none) and
     self-conditioning (where its `step` takes `self_conditioning`)."""
     noise = getattr(model, "noise", "mask")
-    conditioning = "self_conditioning" in inspect.signature(model.step).parameters
+    try:
+        conditioning = "self_conditioning" in inspect.signature(model.step).parameters
+    except (TypeError, ValueError):   # a step whose signature cannot be read takes only what the interface names
+        conditioning = False
     if noise == "uniform" and generator is None:
         generator = torch.Generator().manual_seed(NOISE_SEED)
     return _History(model, prompts, use_cache, noise=noise, self_conditioning=conditioning, generator=generator)
