@@ -6,7 +6,8 @@ regular expression cannot express (numeric bounds, pydantic validators) is
 replaced by the slot's next-best complete value; if none passes, the record
 becomes an ExtractionError naming the field. Mistakes in the call itself (a
 `known` path the schema lacks, a known value its field cannot hold, an option out
-of range, a model without tokenizer or mask token) raise at once, as UsageError,
+of range, a model without tokenizer or pad token, or a mask-noise model without a mask token)
+raise at once, as UsageError,
 SchemaError or CheckpointError.
 
 The boundary: no exception but a CloverError leaves extract, extract_many or decide.
@@ -109,23 +110,67 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
 
     Our models: the schema's title and the text. Checkpoints with a chat template
     (tokenizer_config.json): the template around an instruction that shows the
-    schema, ending where the assistant's answer (the canvas) begins.
+    schema, ending where the assistant's answer (the canvas) begins. The template is
+    rendered as transformers renders it (trim_blocks, lstrip_blocks, loop controls, a
+    sandbox, `raise_exception`, the special tokens by name: Gemma's starts with bos_token).
     """
     title = canvas.schema.get("title", "record")
     template = getattr(tokenizer, "chat_template", None)
     if not template:
         return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")
     try:
-        import jinja2  # only checkpoints that bring a template need it
+        from jinja2 import TemplateError  # only checkpoints that bring a template need jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
         raise CheckpointError("this checkpoint's tokenizer_config.json has a chat template, which needs "
                               "jinja2: pip install jinja2") from None
 
+    def raise_exception(message):
+        raise CheckpointError(f"the checkpoint's chat template refused the prompt: {message}")
+
+    names = {f"{kind}_token": tokenizer.token_bytes(i).decode(errors="replace") for kind, i in
+             (("bos", getattr(tokenizer, "bos_id", None)), ("eos", tokenizer.eos_id), ("pad", tokenizer.pad_id))
+             if i is not None}
     instruction = (f"Extract a {title} record from the text below as JSON matching this schema:\n"
                    f"{json.dumps(canvas.schema, separators=(',', ':'))}\n\nText:\n{text}")
-    rendered = jinja2.Environment().from_string(template).render(
-        messages=[{"role": "user", "content": instruction}], add_generation_prompt=True)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = raise_exception
+    try:
+        rendered = env.from_string(template).render(
+            messages=[{"role": "user", "content": instruction}], add_generation_prompt=True, **names)
+    except TemplateError as e:
+        raise CheckpointError(f"the checkpoint's chat template (tokenizer_config.json) does not render: {e}; "
+                              "fix or remove its chat_template") from None
     return tokenizer.encode(rendered)
+
+
+def canvas_marks(model) -> tuple[int, int]:
+    """(mask id, pad id) a canvas for `model` is laid out with; CheckpointError if it has
+    no pad (UsageError for a model built in code).
+
+    A mask-noise model (Clover) denoises its mask token, so the checkpoint must name one. A
+    uniform-noise model (DiffusionGemma, `model.noise == "uniform"`) never sees the mask id: the
+    decoder shows it random tokens at unwritten positions. Its canvas marks them with a special
+    token no value can hold: the tokenizer's mask token where it has one (Gemma's `<mask>`), else
+    eos or another special token that is not the pad. The pad ends values: config.json's
+    pad_token_id (DiffusionGemma's is 0, `<pad>`), or tokenizer.json's pad where config.json has none.
+    """
+    cfg, tok, source = model.config, model.tokenizer, getattr(model, "source", None)
+    name, error = (f"{source}", CheckpointError) if source else ("this model", UsageError)
+    if cfg.pad_token_id is None:
+        raise error(f"{name} has no pad token, which ends every value on a canvas; set pad_token_id in "
+                    "its config.json")
+    if getattr(model, "noise", "mask") != "uniform":
+        if cfg.mask_token_id is None:
+            raise error(f"{name} has no mask token, so it cannot denoise a canvas; set mask_token_id in "
+                        "its config.json")
+        return cfg.mask_token_id, cfg.pad_token_id
+    specials = [tok.mask_id, cfg.eos_token_id, tok.eos_id, *sorted(tok.special_ids)]
+    mark = next((i for i in specials if i is not None and i != cfg.pad_token_id), None)
+    if mark is None:
+        raise error(f"{name}'s tokenizer.json has no special token besides the pad, so a canvas cannot "
+                    "mark its slots; add a mask token to it")
+    return mark, cfg.pad_token_id
 
 
 def prepare(schema, model=None, max_tokens: int | None = None):
@@ -137,18 +182,14 @@ def prepare(schema, model=None, max_tokens: int | None = None):
         error = CheckpointError if source else UsageError
         raise error(f"{Path(source) / 'tokenizer.json' if source else 'this model'}: no tokenizer; extraction "
                     "needs one: put the checkpoint's tokenizer.json in its directory")
-    if cfg.mask_token_id is None or cfg.pad_token_id is None:
-        error = CheckpointError if source else UsageError
-        raise error(f"{Path(source) / 'config.json' if source else 'this model'}: no mask or pad token, so the "
-                    "model cannot denoise a canvas; set mask_token_id and pad_token_id in its config.json")
+    mask, pad = canvas_marks(model)
     if hasattr(schema, "model_json_schema") and not isinstance(schema, type):
         raise UsageError(f"schema: pass the class {type(schema).__name__} itself, not an instance of it")
     if isinstance(schema, (str, Path)) and not Path(schema).is_file():
         raise UsageError(f"schema {str(schema)!r}: no such JSON Schema file; pass a pydantic model class, "
                          "a JSON Schema dict, or the path of a .json file")
     try:
-        canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=cfg.mask_token_id,
-                              pad_id=cfg.pad_token_id)
+        canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=mask, pad_id=pad)
         canvas.check_fits(cfg.max_position_embeddings)
         automata = compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
     except CloverError:

@@ -105,13 +105,15 @@ def load_model(directory: str | None, device: str | None = None):
 def canvas_of(schema, model, *, fit: bool = True):
     """The schema's canvas over the model's tokenizer (SchemaError if it cannot be laid out,
     or with `fit`, if it does not fit the model's context)."""
+    from .api import canvas_marks
     from .schema_walk import build_canvas
 
     cfg = model.config
-    if model.tokenizer is None or cfg.mask_token_id is None or cfg.pad_token_id is None:
-        raise CliError(f"{model.source}: the model needs tokenizer.json and mask and pad tokens to extract")
+    if model.tokenizer is None:
+        raise CliError(f"{model.source}: the model needs tokenizer.json to extract")
+    mask, pad = canvas_marks(model)
     try:
-        canvas = build_canvas(schema, model.tokenizer, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id)
+        canvas = build_canvas(schema, model.tokenizer, mask_id=mask, pad_id=pad)
     except CloverError:
         raise
     except Exception as e:   # the schema walk's own failure: one line, like every other error
@@ -266,20 +268,32 @@ def extract(args) -> int:
 def info(args) -> int:
     model = load_model(args.model, args.device)
     c = model.config
+    family, noise = getattr(model, "family", type(model).__name__), getattr(model, "noise", "mask")
     kinds = {t: c.layer_types.count(t) for t in dict.fromkeys(c.layer_types)}
-    names = {"linear_attention": "Gated DeltaNet", "full_attention": "gated attention"}
-    pattern = "".join("A" if t == "full_attention" else "L" for t in c.layer_types)
+    names = {"linear_attention": "Gated DeltaNet", "full_attention": "gated attention" if family == "clover" else
+             "global", "sliding_attention": f"window {getattr(c, 'sliding_window', None)}"}
+    pattern = "".join({"full_attention": "A", "linear_attention": "L", "sliding_attention": "S"}[t]
+                      for t in c.layer_types)
     tok = f"tokenizer: {model.tokenizer.vocab_size}" if model.tokenizer is not None else "no tokenizer.json"
+    top = getattr(c, "num_experts_per_tok", None) or getattr(c, "top_k_experts", None)
+    experts = f"{c.num_experts}, top-{top} per token, expert size {c.moe_intermediate_size}"
+    if getattr(c, "shared_expert_intermediate_size", None):
+        experts += f", shared expert {c.shared_expert_intermediate_size}"
+    elif getattr(c, "intermediate_size", None):
+        experts += f", beside a dense MLP of {c.intermediate_size}"
+    weights = next(model.parameters())
     for key, value in [
-            ("source", model.source), ("layers", f"{c.num_hidden_layers}: " + ", ".join(
+            ("source", model.source),
+            ("family", f"{family} ({noise} noise{', self-conditioning' if noise == 'uniform' else ''})"),
+            ("layers", f"{c.num_hidden_layers}: " + ", ".join(
                 f"{n} {t} ({names[t]})" for t, n in kinds.items()) + f"  [{pattern}]"),
-            ("hidden size", c.hidden_size),
-            ("experts", f"{c.num_experts}, top-{c.num_experts_per_tok} per token, expert size "
-                        f"{c.moe_intermediate_size}, shared expert {c.shared_expert_intermediate_size}"),
+            ("hidden size", c.hidden_size), ("experts", experts),
             ("parameters", f"{sum(p.numel() for p in model.parameters()):,}"),
+            ("dtype", f"{str(weights.dtype).removeprefix('torch.')} on {weights.device}"),
             ("vocabulary", f"{c.vocab_size} ({tok})"),
             ("mask id", c.mask_token_id), ("pad id", c.pad_token_id), ("eos id", c.eos_token_id),
-            ("block size", c.block_size), ("context", c.max_position_embeddings)]:
+            ("block size", c.block_size if noise == "mask" else f"{c.block_size} (the canvas length)"),
+            ("context", c.max_position_embeddings)]:
         print(f"{key + ':':13} {value}")
     return 0
 

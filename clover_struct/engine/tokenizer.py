@@ -20,6 +20,7 @@ from .errors import CheckpointError
 MASK_NAMES = ("<|mask|>", "<|mdm_mask|>", "<|MASK|>", "|<MASK>|", "<mask>", "[MASK]")
 PAD_NAMES = ("<|pad|>", "<pad>", "[PAD]")
 EOS_NAMES = ("<|endoftext|>", "<|eos|>", "</s>", "<eos>", "[SEP]")
+BOS_NAMES = ("<bos>", "<s>", "<|begin_of_text|>")  # chat templates write it by name (Gemma's start with it)
 
 
 @cache
@@ -55,6 +56,7 @@ class Tokenizer:
         self.mask_id = self._find(names.get("mask_token"), MASK_NAMES)
         self.pad_id = self._find(names.get("pad_token"), PAD_NAMES)
         self.eos_id = self._find(names.get("eos_token"), EOS_NAMES)
+        self.bos_id = self._find(names.get("bos_token"), BOS_NAMES)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Tokenizer":
@@ -74,7 +76,7 @@ class Tokenizer:
             if not isinstance(settings, dict):
                 raise CheckpointError(f"{config}: expected a JSON object")
             for key, value in settings.items():
-                if key in ("mask_token", "pad_token", "eos_token") and value is not None:
+                if key in ("mask_token", "pad_token", "eos_token", "bos_token") and value is not None:
                     name = value.get("content") if isinstance(value, dict) else value
                     if not isinstance(name, str):
                         raise CheckpointError(f"{config}: {key} is {value!r}; expected a token's text, or an "
