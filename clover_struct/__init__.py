@@ -12,7 +12,7 @@ _NAMES = {"extract": "api", "extract_many": "api", "load_model": "api",
           "decide": "linked", "implies": "linked", "excludes": "linked", "exactly_one": "linked",
           "predicate": "linked",
           "CloverError": "errors", "CheckpointError": "errors", "UsageError": "errors",
-          "SchemaError": "errors", "ExtractionError": "errors"}
+          "SchemaError": "errors", "ExtractionError": "errors", "InternalError": "errors"}
 
 __all__ = sorted(_NAMES)
 

@@ -5,24 +5,40 @@ prompt, runs the joint decoder, then validates. A value that fails a check a
 regular expression cannot express (numeric bounds, pydantic validators) is
 replaced by the slot's next-best complete value; if none passes, the record
 becomes an ExtractionError naming the field. Mistakes in the call itself (a
-`known` path the schema lacks, a known value its field cannot hold, a model
-without tokenizer or mask token) raise at once.
+`known` path the schema lacks, a known value its field cannot hold, an option out
+of range, a model without tokenizer or pad token, or a mask-noise model without a mask token)
+raise at once, as UsageError,
+SchemaError or CheckpointError.
+
+The boundary: no exception but a CloverError leaves extract, extract_many or decide.
+A record whose text cannot be read, or whose decoding fails in any way, becomes that
+record's ExtractionError (the cause chained); a batch that fails unexpectedly is
+decoded again record by record, so one bad text never costs its neighbours. A
+failure inside the schema walk becomes a SchemaError.
+
+Threads: calls that share a tokenizer (every call on one model) are serialised by a
+lock (`model_lock`): the model's forward passes and the tables built per tokenizer
+(automata, verbatim pieces, canvases) are not shared between threads while they run.
+Models with tokenizers of their own decode in parallel.
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
 import json
+import numbers
 import re
-from functools import cache
+import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from .constraints import compile_canvas
-from .decoder import Trace, decode
-from .errors import CheckpointError, CloverError, ExtractionError, UsageError
+from .decoder import SCHEDULES, Trace, decode
+from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
 from .repair import finish
 from .schema_walk import build_canvas
 from .verbatim import for_text
@@ -44,10 +60,49 @@ def load_model(path=None, *, device=None, dtype=None):
     return load(path, device=device, dtype=dtype)
 
 
-@cache
+_DEFAULT: list = []
+_DEFAULT_LOCK = threading.Lock()
+
+
 def default_model():
-    """The embedded model, loaded once per process."""
-    return load_model()
+    """The embedded model, loaded once per process (once, also when threads ask at once)."""
+    with _DEFAULT_LOCK:
+        if not _DEFAULT:
+            _DEFAULT.append(load_model())
+        return _DEFAULT[0]
+
+
+_LOCKS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # tokenizer (or model) -> RLock
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model) -> threading.RLock:
+    """The lock that serialises extraction on `model`: one per tokenizer, since the tables the
+    constraints build (plain dicts) are kept per tokenizer and shared by its models."""
+    key = model.tokenizer if getattr(model, "tokenizer", None) is not None else model
+    with _LOCKS_GUARD:
+        if key not in _LOCKS:
+            _LOCKS[key] = threading.RLock()
+        return _LOCKS[key]
+
+
+def internal_failure(stage: str, e: BaseException) -> ExtractionError:
+    """A record's error for an unexpected exception while `stage`: an InternalError with the
+    exception as its cause (an ExtractionError raised there is the record's error as it is)."""
+    if isinstance(e, ExtractionError):
+        return e
+    err = InternalError("", f"{stage} failed ({type(e).__name__}: {e}); this is a bug in clover-struct: "
+                              "please report it with the text (the other records are not affected)")
+    err.__cause__ = e
+    return err
+
+
+def check_model(model) -> None:
+    """UsageError unless `model` is a loaded model (or None, for the embedded one)."""
+    if model is not None and not (hasattr(model, "config") and hasattr(model, "tokenizer")):
+        hint = f"load_model({str(model)!r})" if isinstance(model, (str, Path)) else "load_model(path)"
+        raise UsageError(f"model= takes a loaded model, not a {type(model).__name__}; pass {hint}, "
+                         "or nothing for the embedded clover-mini")
 
 
 def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
@@ -55,53 +110,127 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
 
     Our models: the schema's title and the text. Checkpoints with a chat template
     (tokenizer_config.json): the template around an instruction that shows the
-    schema, ending where the assistant's answer (the canvas) begins.
+    schema, ending where the assistant's answer (the canvas) begins. The template is
+    rendered as transformers renders it (trim_blocks, lstrip_blocks, loop controls, a
+    sandbox, `raise_exception`, the special tokens by name: Gemma's starts with bos_token).
     """
     title = canvas.schema.get("title", "record")
     template = getattr(tokenizer, "chat_template", None)
     if not template:
         return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")
     try:
-        import jinja2  # only checkpoints that bring a template need it
+        from jinja2 import TemplateError  # only checkpoints that bring a template need jinja2
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
         raise CheckpointError("this checkpoint's tokenizer_config.json has a chat template, which needs "
                               "jinja2: pip install jinja2") from None
 
+    def raise_exception(message):
+        raise CheckpointError(f"the checkpoint's chat template refused the prompt: {message}")
+
+    names = {f"{kind}_token": tokenizer.token_bytes(i).decode(errors="replace") for kind, i in
+             (("bos", getattr(tokenizer, "bos_id", None)), ("eos", tokenizer.eos_id), ("pad", tokenizer.pad_id))
+             if i is not None}
     instruction = (f"Extract a {title} record from the text below as JSON matching this schema:\n"
                    f"{json.dumps(canvas.schema, separators=(',', ':'))}\n\nText:\n{text}")
-    rendered = jinja2.Environment().from_string(template).render(
-        messages=[{"role": "user", "content": instruction}], add_generation_prompt=True)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.globals["raise_exception"] = raise_exception
+    try:
+        rendered = env.from_string(template).render(
+            messages=[{"role": "user", "content": instruction}], add_generation_prompt=True, **names)
+    except TemplateError as e:
+        raise CheckpointError(f"the checkpoint's chat template (tokenizer_config.json) does not render: {e}; "
+                              "fix or remove its chat_template") from None
     return tokenizer.encode(rendered)
+
+
+def canvas_marks(model) -> tuple[int, int]:
+    """(mask id, pad id) a canvas for `model` is laid out with; CheckpointError if it has
+    no pad (UsageError for a model built in code).
+
+    A mask-noise model (Clover) denoises its mask token, so the checkpoint must name one. A
+    uniform-noise model (DiffusionGemma, `model.noise == "uniform"`) never sees the mask id: the
+    decoder shows it random tokens at unwritten positions. Its canvas marks them with a special
+    token no value can hold: the tokenizer's mask token where it has one (Gemma's `<mask>`), else
+    eos or another special token that is not the pad. The pad ends values: config.json's
+    pad_token_id (DiffusionGemma's is 0, `<pad>`), or tokenizer.json's pad where config.json has none.
+    """
+    cfg, tok, source = model.config, model.tokenizer, getattr(model, "source", None)
+    name, error = (f"{source}", CheckpointError) if source else ("this model", UsageError)
+    if cfg.pad_token_id is None:
+        raise error(f"{name} has no pad token, which ends every value on a canvas; set pad_token_id in "
+                    "its config.json")
+    if getattr(model, "noise", "mask") != "uniform":
+        if cfg.mask_token_id is None:
+            raise error(f"{name} has no mask token, so it cannot denoise a canvas; set mask_token_id in "
+                        "its config.json")
+        return cfg.mask_token_id, cfg.pad_token_id
+    specials = [tok.mask_id, cfg.eos_token_id, tok.eos_id, *sorted(tok.special_ids)]
+    mark = next((i for i in specials if i is not None and i != cfg.pad_token_id), None)
+    if mark is None:
+        raise error(f"{name}'s tokenizer.json has no special token besides the pad, so a canvas cannot "
+                    "mark its slots; add a mask token to it")
+    return mark, cfg.pad_token_id
 
 
 def prepare(schema, model=None, max_tokens: int | None = None):
     """The model (default: the embedded one), its canvas for `schema` and the canvas's automata."""
+    check_model(model)
     model = model or default_model()
-    cfg = model.config
+    cfg, source = model.config, getattr(model, "source", None)
     if model.tokenizer is None:
-        raise UsageError(f"{model.source or 'this model'} has no tokenizer.json; extraction needs one: "
-                         "put the checkpoint's tokenizer.json in its directory")
-    if cfg.mask_token_id is None or cfg.pad_token_id is None:
-        raise UsageError(f"{model.source or 'this model'} has no mask or pad token, so it cannot denoise a "
-                         "canvas; set mask_token_id and pad_token_id in its config.json")
-    canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=cfg.mask_token_id,
-                          pad_id=cfg.pad_token_id, context=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
-    return model, canvas, compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
+        error = CheckpointError if source else UsageError
+        raise error(f"{Path(source) / 'tokenizer.json' if source else 'this model'}: no tokenizer; extraction "
+                    "needs one: put the checkpoint's tokenizer.json in its directory")
+    mask, pad = canvas_marks(model)
+    if hasattr(schema, "model_json_schema") and not isinstance(schema, type):
+        raise UsageError(f"schema: pass the class {type(schema).__name__} itself, not an instance of it")
+    if isinstance(schema, (str, Path)) and not Path(schema).is_file():
+        raise UsageError(f"schema {str(schema)!r}: no such JSON Schema file; pass a pydantic model class, "
+                         "a JSON Schema dict, or the path of a .json file")
+    try:
+        canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=mask, pad_id=pad,
+                              context=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
+        automata = compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
+    except CloverError:
+        raise
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SchemaError("", f"the JSON Schema file {schema} cannot be read ({e}); fix the file") from e
+    except Exception as e:   # the schema walk's own bug: still one kind of error for the caller
+        raise SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
+                              "in clover-struct: please report it with the schema") from e
+    return model, canvas, automata
 
 
 def encode_prompt(model, text, canvas, truncate: bool = False) -> list[int]:
-    """The prompt ids for `text`; ExtractionError for an empty text or one the context cannot hold."""
-    if not isinstance(text, str) or not text.strip():
+    """The prompt ids for `text`; ExtractionError for a text that is no str, is empty, is not
+    Unicode (lone surrogates) or that the context cannot hold."""
+    return fit_prompt(model, text, canvas, truncate)[0]
+
+
+def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], str]:
+    """encode_prompt's ids, and the text they hold (with truncate=True, the part of `text` that
+    fits the context: what verbatim fields may copy from, since the model sees no more)."""
+    if not isinstance(text, str):
+        raise ExtractionError("", f"the text is of type {type(text).__name__}, not str; pass the text itself "
+                                  "(decode bytes first)")
+    if not text.strip():
         raise ExtractionError("", "the text is empty; give the notice or message to extract from")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ExtractionError("", f"the text holds a lone surrogate ({text[e.start]!r} at {e.start}), which no "
+                                  "encoding can write; decode its bytes with errors='replace'") from None
     tok, room = model.tokenizer, model.config.max_position_embeddings - len(canvas.ids)
     ids = prompt_ids(tok, text, canvas)
     if len(ids) <= room:
-        return ids
+        return ids, text
     if not truncate:
         raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
                                   f"{room} beside the canvas; shorten it or pass truncate=True")
     keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
-    return prompt_ids(tok, tok.decode(tok.encode(text)[:keep]), canvas)[:room]
+    kept = tok.decode(tok.encode(text)[:keep])
+    return prompt_ids(tok, kept, canvas)[:room], kept
 
 
 def field_paths(canvas) -> dict[str, list[int]]:
@@ -119,6 +248,8 @@ def field_paths(canvas) -> dict[str, list[int]]:
 def slot_of_path(canvas, path: str, what: str = "known") -> int:
     """The slot a user's field path names; UsageError listing the close matches if none does."""
     paths = field_paths(canvas)
+    if not isinstance(path, str):
+        raise UsageError(f"{what}: field paths are strings such as `area.radius_unit`, not {path!r}")
     if path not in paths:
         near = difflib.get_close_matches(path, list(paths), n=4, cutoff=0.5)
         hint = f"did you mean {', '.join(f'`{p}`' for p in near)}?" if near else \
@@ -140,11 +271,91 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
             ids = canvas.tokenizer.encode(canvas.slots[i].render(value))
         except ValueError as e:
             raise UsageError(f"known: {e}") from None
+        except Exception as e:   # a value of a type the field's JSON cannot hold
+            raise UsageError(f"known: {value!r} cannot be written in field `{path}` ({type(e).__name__}: {e}); "
+                             "give a value of the field's type") from None
         if not automata[i].accepts(ids):
             raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
                              "constraint allows (clover-struct schema SPEC prints them)")
         out[i] = ids
     return out
+
+
+def check_options(*, batch_size=1, threshold=0.5, temperature=0.0, seed=None, max_tokens=None,
+                  schedule="joint") -> None:
+    """UsageError for an option out of its range, saying what to pass."""
+    def number(x, integer=False):
+        ok = isinstance(x, numbers.Integral if integer else numbers.Real) and not isinstance(x, bool)
+        return ok and (integer or x == x)     # x == x: not NaN
+    if not number(batch_size, True) or batch_size < 1:
+        raise UsageError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")
+    if not number(threshold) or not 0 <= threshold <= 1:
+        raise UsageError(f"threshold is a probability, between 0 and 1 (default 0.9), got {threshold!r}")
+    if not number(temperature) or temperature < 0:
+        raise UsageError(f"temperature must be 0 (greedy, the default) or more, got {temperature!r}")
+    if seed is not None and not number(seed, True):
+        raise UsageError(f"seed must be a whole number or None, got {seed!r}")
+    if max_tokens is not None and (not number(max_tokens, True) or max_tokens < 1):
+        raise UsageError(f"max_tokens (the budget of strings without max_length) must be at least 1, "
+                         f"got {max_tokens!r}")
+    if schedule not in SCHEDULES:
+        raise UsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+
+
+def _texts_and_known(texts, known) -> tuple[list, list]:
+    if isinstance(texts, (str, bytes)):
+        raise UsageError("extract_many takes a list of texts, not one text; for one, call extract(text, schema)")
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise UsageError(f"extract_many takes a list of texts, not a {type(texts).__name__}") from None
+    if known is None:
+        return texts, [None] * len(texts)
+    if isinstance(known, dict) or not isinstance(known, (list, tuple)) or len(known) != len(texts):
+        raise UsageError(f"known= takes a list with one dict (or None) per text ({len(texts)} here); for the "
+                         "same known values in every record, pass [known] * len(texts)")
+    for k in known:
+        if k is not None and not isinstance(k, dict):
+            raise UsageError(f"known= holds {type(k).__name__}; each entry is a dict of field path -> value, "
+                             "such as {'area.radius_unit': 'M'}")
+    return texts, list(known)
+
+
+def _decode_jobs(model, canvas, automata, jobs, options):
+    """(record index, value or ExtractionError, Trace) for each job (index, prompt ids, known ids,
+    the text the prompt holds).
+
+    The batch is one joint decode; if it fails unexpectedly, each record is decoded alone,
+    so the failure stays with the record that causes it."""
+    ready, bound = [], []
+    for job in jobs:
+        try:
+            bound.append(for_text(automata, job[3], model.tokenizer))
+            ready.append(job)
+        except Exception as e:
+            yield job[0], internal_failure("reading the text's pieces", e), Trace()
+    if not ready:
+        return
+    try:
+        rows = decode(model, [job[1] for job in ready], [canvas] * len(ready), bound,
+                      known=[job[2] for job in ready], **options)
+    except (UsageError, CheckpointError, SchemaError):
+        raise   # the call itself is wrong: every record would fail alike
+    except Exception as e:
+        if len(ready) == 1:
+            yield ready[0][0], internal_failure("decoding", e), Trace()
+        else:
+            for job in ready:
+                yield from _decode_jobs(model, canvas, automata, [job], options)
+        return
+    for (n, *_), row in zip(ready, rows):
+        try:
+            value = finish(row)
+        except ExtractionError as e:
+            value = e
+        except Exception as e:
+            value = internal_failure("validating the decoded record", e)
+        yield n, value, row.trace
 
 
 def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, trace: bool = False,
@@ -155,31 +366,35 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
     ExtractionError that explains why that record failed; one failure never loses the
     others. With trace=True each result is a (value, Trace) pair. `schedule` and
     `use_cache` select the baselines benchmarks compare with (see decoder.decode)."""
-    model, canvas, automata = prepare(schema, model, max_tokens)
-    generator = torch.Generator().manual_seed(seed) if seed is not None else None
-    results: list[Any] = [None] * len(texts)
-    jobs = []
-    for n, text in enumerate(texts):
-        try:
-            ids = encode_prompt(model, text, canvas, truncate)
-            jobs.append((n, ids, _known_ids(canvas, automata, (known or [None] * len(texts))[n])))
-        except ExtractionError as e:
-            results[n] = e
-    for b in range(0, len(jobs), batch_size):
-        batch = jobs[b:b + batch_size]
-        bound = [for_text(automata, texts[n], model.tokenizer) for n, _, _ in batch]
-        rows = decode(model, [ids for _, ids, _ in batch], [canvas] * len(batch), bound,
-                      threshold=threshold, temperature=temperature, generator=generator,
-                      known=[k for _, _, k in batch], schedule=schedule, use_cache=use_cache)
-        for (n, _, _), row in zip(batch, rows):
+    check_options(batch_size=batch_size, threshold=threshold, temperature=temperature, seed=seed,
+                  max_tokens=max_tokens, schedule=schedule)
+    texts, known = _texts_and_known(texts, known)
+    check_model(model)
+    with model_lock(model or default_model()):
+        model, canvas, automata = prepare(schema, model, max_tokens)
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        options = dict(threshold=threshold, temperature=temperature, generator=generator, schedule=schedule,
+                       use_cache=use_cache)
+        results: list[Any] = [None] * len(texts)
+        traces: list[Trace] = [Trace() for _ in texts]
+        jobs = []
+        for n, text in enumerate(texts):
             try:
-                value = finish(row)
-            except ExtractionError as e:
-                value = e
-            results[n] = (value, row.trace) if trace else value
-    if trace:
-        results = [r if isinstance(r, tuple) else (r, Trace()) for r in results]
-    return results
+                ids, held = fit_prompt(model, text, canvas, truncate)
+            except (UsageError, CheckpointError, SchemaError):
+                raise   # the call or the model is wrong (a chat template without jinja2): no record can run
+            except Exception as e:
+                results[n] = internal_failure("encoding the prompt", e)
+                continue
+            jobs.append((n, ids, _known_ids(canvas, automata, known[n]), held))
+        for b in range(0, len(jobs), batch_size):
+            for n, value, t in _decode_jobs(model, canvas, automata, jobs[b:b + batch_size], options):
+                results[n], traces[n] = value, t
+    return list(zip(results, traces)) if trace else results
+
+
+OPTIONS = [name for name, p in inspect.signature(extract_many).parameters.items()
+           if p.kind == p.KEYWORD_ONLY and name not in ("model", "trace", "known")]
 
 
 def extract(text: str, schema, *, model=None, trace: bool = False, known: dict | None = None, **options):
@@ -187,8 +402,18 @@ def extract(text: str, schema, *, model=None, trace: bool = False, known: dict |
 
     trace=True returns (value, trace) with forward passes, tokens committed, per-field
     confidence and the step at which each field settled. known={"path": value} fixes
-    those fields; the rest is decoded conditioned on them.
+    those fields; the rest is decoded conditioned on them. `options` are extract_many's
+    (threshold, temperature, seed, max_tokens, truncate, schedule, use_cache).
     """
+    for name in options:
+        if name not in OPTIONS:
+            near = difflib.get_close_matches(name, OPTIONS, n=2)
+            raise UsageError(f"extract() has no option `{name}`; "
+                             + (f"did you mean {' or '.join(f'`{n}`' for n in near)}?" if near
+                                else f"its options are {', '.join(OPTIONS)}"))
+    if known is not None and not isinstance(known, dict):
+        raise UsageError(f"known= takes a dict of field path -> value, such as {{'area.radius_unit': 'M'}}, "
+                         f"not a {type(known).__name__}")
     result = extract_many([text], schema, model=model, trace=trace, known=[known], **options)[0]
     value = result[0] if trace else result
     if isinstance(value, CloverError):

@@ -1,40 +1,50 @@
 """The command line: `extract` over files, `info` about a model, `schema` to show a canvas.
 
-Thin: it parses arguments, streams records from files and prints results.
-Extraction is api.extract_many; this module knows nothing of automata or decoding
-(it lays out the canvas only to check a schema before the first record). Output is
-JSON lines, one write call per line, fsync'ed per batch, so a run killed at any
-moment resumes (`--resume`) to exactly the records of an uninterrupted run.
+Thin: it parses arguments, runs batches through api.extract_many and prints results;
+reading inputs and writing outputs is batch_io.py. This module knows nothing of automata
+or decoding (it prepares the schema once to check it before the first record).
+
+`extract` accounts for every input: each is a record in OUT or a row in OUT.errors.jsonl,
+written a line per call and fsync'ed per batch, so a run stopped at any moment (a signal,
+a kill, a power cut) resumes (`--resume`) to exactly the records of an uninterrupted run.
+SIGINT and SIGTERM stop it after the batch in hand; a lock file keeps a second run off
+the same OUT. The exit codes are EXIT_CODES.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
+import contextlib
 import importlib
 import itertools
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
-from .errors import CheckpointError, CloverError, ExtractionError, UsageError
+from .batch_io import CliError, OutputLock, Sink, count, done_sources, files, records, roots
+from .errors import CheckpointError, CloverError, ExtractionError, SchemaError, UsageError
 
-SUFFIXES = (".txt", ".md", ".jsonl")   # what a directory contributes
-COUNT_BYTES = 64 << 20                 # count records for an ETA only below this much JSONL
 COMMANDS: dict = {}                    # name -> (function, help, arguments)
+EXIT_CODES = """exit codes:
+  0    every input was extracted
+  1    the run finished, but some inputs failed: each is a row in OUT.errors.jsonl
+       (stderr without -o) with its reason; the records of the others are written
+  2    the run could not start or stopped on an error of the setup (arguments, schema,
+       model, an output another run holds, a full disk): the message says which
+  130  stopped by SIGINT (Ctrl-C) after the batch in hand: what is written is
+       complete, and the same command with --resume goes on from there
+  143  stopped by SIGTERM, the same way"""
 
 
-class CliError(UsageError):
-    """A mistake on the command line; main prints it as one line and exits 2."""
-
-
-def command(name: str, help: str, *arguments):
+def command(name: str, help: str, *arguments, epilog: str | None = None):
     """Register a subcommand: one decorated function, with arg(...) specs for its options."""
     def register(fn):
-        COMMANDS[name] = (fn, help, arguments)
+        COMMANDS[name] = (fn, help, arguments, epilog)
         return fn
     return register
 
@@ -95,162 +105,82 @@ def load_model(directory: str | None, device: str | None = None):
 def canvas_of(schema, model, *, fit: bool = True):
     """The schema's canvas over the model's tokenizer (SchemaError if it cannot be laid out,
     or with `fit`, if it does not fit the model's context)."""
+    from .api import canvas_marks
     from .schema_walk import build_canvas
 
     cfg = model.config
-    if model.tokenizer is None or cfg.mask_token_id is None or cfg.pad_token_id is None:
-        raise CliError(f"{model.source}: the model needs tokenizer.json and mask and pad tokens to extract")
-    canvas = build_canvas(schema, model.tokenizer, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id,
-                          room=cfg.max_position_embeddings * 3 // 4, vocab_size=cfg.vocab_size)
+    if model.tokenizer is None:
+        raise CliError(f"{model.source}: the model needs tokenizer.json to extract")
+    mask, pad = canvas_marks(model)
+    try:
+        canvas = build_canvas(schema, model.tokenizer, mask_id=mask, pad_id=pad,
+                              room=cfg.max_position_embeddings * 3 // 4, vocab_size=cfg.vocab_size)
+    except CloverError:
+        raise
+    except Exception as e:   # the schema walk's own failure: one line, like every other error
+        raise SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
+                              "in clover-struct: please report it with the schema") from e
     if fit:
         canvas.check_fits(cfg.max_position_embeddings)
     return canvas
 
 
-def roots(inputs: list[str]) -> list[Path]:
-    """Each INPUT as paths (a glob expanded, sorted); FileNotFoundError for one that names nothing."""
-    out = []
-    for s in inputs:
-        if os.path.lexists(s):
-            out.append(Path(s))
-        elif any(c in s for c in "*?["):
-            found = sorted(glob.glob(s, recursive=True))
-            if not found:
-                raise FileNotFoundError(f"{s}: no file matches this pattern")
-            out += map(Path, found)
-        else:
-            raise FileNotFoundError(f"{s}: no such file or directory")
-    return out
+class Stop:
+    """SIGINT and SIGTERM while extracting: the batch in hand is finished and written, then the
+    run stops (`signal` says which came). A second SIGINT stops at once (KeyboardInterrupt)."""
+
+    def __init__(self):
+        self.signal, self.before = None, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():   # signals reach the main thread only
+            for s in (signal.SIGINT, signal.SIGTERM):
+                self.before[s] = signal.signal(s, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signal = signal.Signals(signum)
+        message = f"\nclover-struct: {self.signal.name}: stopping after this batch (Ctrl-C again stops at once)\n"
+        try:   # a raw write: the handler may run while the main thread is inside sys.stderr's own write
+            os.write(sys.stderr.fileno(), message.encode())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def __exit__(self, *exc):
+        for s, handler in self.before.items():
+            signal.signal(s, handler)
 
 
-def files(paths: list[Path], exclude=()):
-    """Files in order, each once: directories walked recursively, sorted, hidden entries skipped."""
-    seen = {os.path.abspath(p) for p in exclude}
-    for f in itertools.chain.from_iterable(_walk(p) if p.is_dir() else [p] for p in paths):
-        if os.path.abspath(f) not in seen:
-            seen.add(os.path.abspath(f))
-            yield f
+def progress_bar(total: int | None, done: int, on: bool):
+    """A bar on stderr that advances per record written (tqdm: count, rate, ETA), or None when off."""
+    if not on:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=done, unit="rec", file=sys.stderr, dynamic_ncols=True, leave=False,
+                smoothing=0.05)
 
 
-def _walk(root: Path):
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        yield from (Path(folder, n) for n in sorted(names) if n.endswith(SUFFIXES) and not n.startswith("."))
+def decode_batch(texts: list[str], schema, model, batch_size: int) -> list:
+    """api.extract_many over one batch; should it fail as a whole (it isolates records itself),
+    each text is decoded alone, so the failure stays with its record. Mistakes of the setup
+    (UsageError, SchemaError, CheckpointError) stop the run: every record would fail alike."""
+    from .api import extract_many, internal_failure
 
-
-def records(paths, text_field: str):
-    """(source, text, error) for each record, streamed: one file open at a time, a line at a time."""
-    for path in paths:
-        try:
-            if path.suffix == ".jsonl":
-                with open(path, "rb") as f:
-                    yield from ((f"{path}:{n}", *_line_text(raw, text_field)) for n, raw in enumerate(f, 1)
-                                if raw.strip())
-                continue
-            data = path.read_bytes()
-        except OSError as e:
-            yield str(path), None, f"cannot read the file: {e.strerror or e}"
-            continue
-        try:
-            yield str(path), data.decode("utf-8-sig"), "binary file (NUL bytes)" if b"\0" in data else None
-        except UnicodeDecodeError:
-            yield str(path), None, "binary file (not UTF-8 text); only text files can be read"
-
-
-def _line_text(raw: bytes, field: str):
     try:
-        obj = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        return None, f"invalid JSON line ({e})"
-    if not isinstance(obj, dict):
-        return None, "the line is not a JSON object"
-    if field not in obj:
-        return None, f"no `{field}` field; name the text field with --text-field"
-    if not isinstance(obj[field], str):
-        return None, f"field `{field}` is {type(obj[field]).__name__}, not a string"
-    return obj[field], None
+        return extract_many(texts, schema, model=model, batch_size=batch_size)
+    except (UsageError, SchemaError, CheckpointError):
+        raise
+    except Exception as e:
+        if len(texts) == 1:
+            return [internal_failure("extraction", e)]
+        return [decode_batch([t], schema, model, 1)[0] for t in texts]
 
 
-def count(paths: list[Path], exclude) -> int | None:
-    """Records in the input when that is cheap to know (for an ETA), else None."""
-    n, budget = 0, COUNT_BYTES
-    for f in files(paths, exclude):
-        if f.suffix != ".jsonl":
-            n += 1
-            continue
-        try:
-            if (budget := budget - f.stat().st_size) < 0:
-                return None
-            with open(f, "rb") as h:
-                n += sum(1 for line in h if line.strip())
-        except OSError:
-            n += 1   # an unreadable file is one (failed) record
-    return n
-
-
-class Sink:
-    """JSON lines to a file (opened at the first line; one write call per line, fsync per
-    batch) or, without a path, to a stream."""
-
-    def __init__(self, path: Path | None, stream):
-        self.path, self.stream, self.fd = path, stream, None
-
-    def write(self, obj: dict) -> None:
-        line = json.dumps(obj, ensure_ascii=False) + "\n"
-        if self.path is None:
-            return self.stream.write(line)
-        if self.fd is None:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        data = line.encode("utf-8")
-        while data:   # one call; more only after a short write
-            data = data[os.write(self.fd, data):]
-
-    def sync(self) -> None:
-        if self.fd is not None:
-            os.fsync(self.fd)
-        elif self.path is None:
-            self.stream.flush()
-
-
-def done_sources(path: Path) -> tuple[set[str], int]:
-    """Sources already in a JSON-lines file, and its line count; a trailing partial line
-    (a write cut short by a kill) is truncated away."""
-    if not path.exists():
-        return set(), 0
-    seen, end, lines = set(), 0, 0
-    with open(path, "r+b") as f:
-        for line in f:
-            if not line.endswith(b"\n"):
-                break
-            end, lines = end + len(line), lines + 1
-            try:
-                seen.add(json.loads(line)["source"])
-            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
-                raise CliError(f"{path}:{lines}: not a line clover-struct wrote ({e}); "
-                               "resume only into the output of an earlier run") from e
-        f.truncate(end)
-    return seen, lines
-
-
-class Progress:
-    """A one-line bar on stderr: records, rate and (when the total is known) ETA."""
-
-    def __init__(self, total: int | None, on: bool):
-        self.total, self.on, self.t0 = total, on, time.monotonic()
-
-    def show(self, done: int, fresh: int, text: str = "") -> None:
-        """Draw `done` records, `fresh` of them this run (the rate); show(0, 0) clears the line."""
-        if not self.on:
-            return
-        if fresh:
-            rate = fresh / max(time.monotonic() - self.t0, 1e-9)
-            text = f"{done} records  {rate:.1f}/s"
-            if self.total:
-                eta = max(self.total - done, 0) / rate
-                text = (f"{done}/{self.total} ({100 * done // self.total}%)  {rate:.1f}/s  "
-                        f"ETA {eta // 60:.0f}:{eta % 60:02.0f}")
-        sys.stderr.write("\r\033[K" + text)
-        sys.stderr.flush()
+def error_path(out: Path) -> Path:
+    return out.with_name(out.stem + ".errors.jsonl") if out.suffix else Path(f"{out}.errors.jsonl")
 
 
 @command("extract", "extract one record per text file or JSONL line",
@@ -262,9 +192,10 @@ class Progress:
          arg("--text-field", default="text", metavar="F", help="text field of JSONL lines (default text)"),
          arg("--resume", action="store_true", help="skip records already in OUT and its errors file"),
          arg("--quiet", action="store_true", help="no progress bar"),
-         arg("--json", action="store_true", help="print the summary as a JSON object on stdout"))
+         arg("--json", action="store_true", help="print the summary as a JSON object on stdout"),
+         epilog=EXIT_CODES)
 def extract(args) -> int:
-    from .api import extract_many
+    from .api import model_lock, prepare
 
     if args.batch_size < 1:
         raise CliError("--batch-size must be at least 1")
@@ -273,50 +204,64 @@ def extract(args) -> int:
     paths = roots(args.inputs)
     schema = load_spec(args.schema)
     model = load_model(args.model, args.device)
-    canvas_of(schema, model)
+    with model_lock(model):
+        prepare(schema, model)   # the schema checked, and its automata built, before the first record
     out = Path(args.output) if args.output else None
-    err = (out.with_name(out.stem + ".errors.jsonl") if out.suffix else Path(f"{out}.errors.jsonl")) if out else None
-    done, ok = done_sources(out) if args.resume else (set(), 0)
-    failed, failed_before = done_sources(err) if args.resume else (set(), 0)
-    done |= failed
+    err = error_path(out) if out else None
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        if not args.resume:
+    with OutputLock(out) if out else contextlib.nullcontext(), Stop() as stop:
+        done, ok = done_sources(out) if args.resume else (set(), 0)
+        failed, failed_before = done_sources(err) if args.resume else (set(), 0)
+        done |= failed
+        if out is not None and not args.resume:
             out.write_bytes(b"")
             err.unlink(missing_ok=True)
-    sinks = Sink(out, sys.stdout), Sink(err, sys.stderr)
-    exclude = [p for p in (out, err) if p]
-    bar = Progress(None, sys.stderr.isatty() and not args.quiet)
-    if bar.on:
-        bar.total = count(paths, exclude)
-    new_ok, new_failed, t0 = 0, 0, time.monotonic()
-    stream = (r for r in records(files(paths, exclude), args.text_field) if r[0] not in done)
-    while batch := list(itertools.islice(stream, args.batch_size)):
-        texts = [text for _, text, why in batch if why is None]
-        values = iter(extract_many(texts, schema, model=model, batch_size=args.batch_size) if texts else ())
-        bar.show(0, 0)
-        for source, _, why in batch:
-            value = next(values) if why is None else None
-            if why is None and not isinstance(value, ExtractionError):
-                record = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
-                sinks[0].write({"source": source, "record": record})
-                new_ok += 1
-            else:
-                sinks[1].write({"source": source, "error": why or (value.reason if value.path == "" else str(value))})
-                new_failed += 1
-        for sink in sinks:
-            sink.sync()
-        bar.show(ok + failed_before + new_ok + new_failed, new_ok + new_failed)
-    bar.show(0, 0)
+        sinks = Sink(out, sys.stdout), Sink(err, sys.stderr)
+        exclude = [p for p in (out, err) if p]
+        on = sys.stderr.isatty() and not args.quiet
+        bar = progress_bar(count(paths, exclude) if on else None, ok + failed_before, on)
+        new_ok, new_failed, t0 = 0, 0, time.monotonic()
+        stream = (r for r in records(files(paths, exclude), args.text_field) if r[0] not in done)
+        try:
+            while stop.signal is None and (batch := list(itertools.islice(stream, args.batch_size))):
+                texts = [text for _, text, why in batch if why is None]
+                values = iter(decode_batch(texts, schema, model, args.batch_size) if texts else ())
+                if bar is not None:
+                    bar.clear()
+                for source, _, why in batch:
+                    value = next(values) if why is None else None
+                    if why is None and not isinstance(value, CloverError):
+                        record = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+                        sinks[0].write({"source": source, "record": record})
+                        new_ok += 1
+                    else:
+                        reason = why or (value.reason if isinstance(value, ExtractionError) and value.path == ""
+                                         else str(value))
+                        sinks[1].write({"source": source, "error": reason})
+                        new_failed += 1
+                    if bar is not None:
+                        bar.update(1)
+                for sink in sinks:
+                    sink.sync()
+        finally:
+            if bar is not None:
+                bar.close()
+            for sink in sinks:
+                sink.close()
     seconds, failed = time.monotonic() - t0, failed_before + new_failed
+    stopped = f"; stopped by {stop.signal.name}: run again with --resume to go on" if stop.signal else ""
     if args.json:
         print(json.dumps({"succeeded": ok + new_ok, "failed": failed, "resumed": ok + failed_before,
-                          "output": out and str(out), "errors": err and str(err), "seconds": round(seconds, 3)}))
+                          "output": out and str(out), "errors": err and str(err), "seconds": round(seconds, 3),
+                          "stopped_by": stop.signal and stop.signal.name}))
     else:
         print(f"clover-struct: {ok + new_ok} succeeded, {failed} failed"
               + (f" (see {err})" if err and failed else "")
               + (f", {ok + failed_before} of them in the earlier run" if args.resume else "")
-              + f"; {new_ok + new_failed} records in {seconds:.1f} s", file=sys.stderr)
+              + f"; {new_ok + new_failed} records in {seconds:.1f} s" + stopped, file=sys.stderr)
+    if stop.signal:
+        return 128 + stop.signal.value
     return 1 if failed else 0
 
 
@@ -324,20 +269,32 @@ def extract(args) -> int:
 def info(args) -> int:
     model = load_model(args.model, args.device)
     c = model.config
+    family, noise = getattr(model, "family", type(model).__name__), getattr(model, "noise", "mask")
     kinds = {t: c.layer_types.count(t) for t in dict.fromkeys(c.layer_types)}
-    names = {"linear_attention": "Gated DeltaNet", "full_attention": "gated attention"}
-    pattern = "".join("A" if t == "full_attention" else "L" for t in c.layer_types)
+    names = {"linear_attention": "Gated DeltaNet", "full_attention": "gated attention" if family == "clover" else
+             "global", "sliding_attention": f"window {getattr(c, 'sliding_window', None)}"}
+    pattern = "".join({"full_attention": "A", "linear_attention": "L", "sliding_attention": "S"}[t]
+                      for t in c.layer_types)
     tok = f"tokenizer: {model.tokenizer.vocab_size}" if model.tokenizer is not None else "no tokenizer.json"
+    top = getattr(c, "num_experts_per_tok", None) or getattr(c, "top_k_experts", None)
+    experts = f"{c.num_experts}, top-{top} per token, expert size {c.moe_intermediate_size}"
+    if getattr(c, "shared_expert_intermediate_size", None):
+        experts += f", shared expert {c.shared_expert_intermediate_size}"
+    elif getattr(c, "intermediate_size", None):
+        experts += f", beside a dense MLP of {c.intermediate_size}"
+    weights = next(model.parameters())
     for key, value in [
-            ("source", model.source), ("layers", f"{c.num_hidden_layers}: " + ", ".join(
+            ("source", model.source),
+            ("family", f"{family} ({noise} noise{', self-conditioning' if noise == 'uniform' else ''})"),
+            ("layers", f"{c.num_hidden_layers}: " + ", ".join(
                 f"{n} {t} ({names[t]})" for t, n in kinds.items()) + f"  [{pattern}]"),
-            ("hidden size", c.hidden_size),
-            ("experts", f"{c.num_experts}, top-{c.num_experts_per_tok} per token, expert size "
-                        f"{c.moe_intermediate_size}, shared expert {c.shared_expert_intermediate_size}"),
+            ("hidden size", c.hidden_size), ("experts", experts),
             ("parameters", f"{sum(p.numel() for p in model.parameters()):,}"),
+            ("dtype", f"{str(weights.dtype).removeprefix('torch.')} on {weights.device}"),
             ("vocabulary", f"{c.vocab_size} ({tok})"),
             ("mask id", c.mask_token_id), ("pad id", c.pad_token_id), ("eos id", c.eos_token_id),
-            ("block size", c.block_size), ("context", c.max_position_embeddings)]:
+            ("block size", c.block_size if noise == "mask" else f"{c.block_size} (the canvas length)"),
+            ("context", c.max_position_embeddings)]:
         print(f"{key + ':':13} {value}")
     return 0
 
@@ -354,10 +311,12 @@ def schema(args) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="clover-struct", description="Structured extraction with a "
-                                "block-diffusion language model.")
+                                "block-diffusion language model.", epilog="extract: " + EXIT_CODES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (fn, help, arguments) in COMMANDS.items():
-        q = sub.add_parser(name, help=help, description=help)
+    for name, (fn, help, arguments, epilog) in COMMANDS.items():
+        q = sub.add_parser(name, help=help, description=help, epilog=epilog,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         for flags, options in arguments:
             q.add_argument(*flags, **options)
         q.set_defaults(run=fn)
@@ -384,18 +343,24 @@ def main(argv: list[str] | None = None) -> int:
         return e.code
     try:
         return args.run(args)
-    except (CloverError, FileNotFoundError) as e:
-        if os.environ.get("CLOVER_DEBUG", "0") not in ("", "0"):
-            traceback.print_exc()
-        text = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else str(e)
-        print(f"clover-struct: error: {text}", file=sys.stderr)
-        return 2
     except BrokenPipeError:   # `clover-struct extract ... | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
         print("\nclover-struct: interrupted; run again with --resume to continue", file=sys.stderr)
         return 130
+    except Exception as e:   # one line, never a traceback (CLOVER_DEBUG=1 shows it)
+        if os.environ.get("CLOVER_DEBUG", "0") not in ("", "0"):
+            traceback.print_exc()
+        if isinstance(e, OSError) and e.filename:
+            text = f"{e.filename}: {e.strerror}"
+        elif isinstance(e, (CloverError, OSError)):
+            text = str(e)
+        else:
+            text = (f"{type(e).__name__}: {e}; this is a bug in clover-struct: please report it "
+                    "(CLOVER_DEBUG=1 shows the traceback)")
+        print(f"clover-struct: error: {text}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

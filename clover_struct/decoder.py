@@ -22,10 +22,18 @@ position, for repair.py). The model is anything with the engine's interface
 (engine/interface.py: `prefill`, `step`, `commit`); one with `prefill_step` too
 encodes the prompts, or commits the blocks before, in each block's first step, so a
 record settled in one step costs one forward pass, not two.
+
+Two kinds of noise (`model.noise`): a "mask" model (Clover) sees its mask token at every
+position not yet written; a "uniform" model (DiffusionGemma) has no mask token and sees
+uniform random tokens there, drawn afresh at every step, so what it is not asked to keep
+is renoised. A model whose `step` takes `self_conditioning` gets the logits of the step
+before at every block position (none in a block's first step). Fixed spans and committed
+tokens are shown as written either way; the commit rule is the same.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,34 +59,91 @@ class Decoded:
     top: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)
 
 
+NOISES = ("mask", "uniform")
+NOISE_SEED = 0   # a uniform-noise model's canvases when the caller gives no generator: the same every call
+
+
+def _history(model: DenoisingModel, prompts, use_cache: bool, generator) -> "_History":
+    """The step function for `model`: its noise (`model.noise`, "mask" where it says none) and
+    self-conditioning (where its `step` takes `self_conditioning`)."""
+    noise = getattr(model, "noise", "mask")
+    try:
+        conditioning = "self_conditioning" in inspect.signature(model.step).parameters
+    except (TypeError, ValueError):   # a step whose signature cannot be read takes only what the interface names
+        conditioning = False
+    if noise == "uniform" and generator is None:
+        generator = torch.Generator().manual_seed(NOISE_SEED)
+    return _History(model, prompts, use_cache, noise=noise, self_conditioning=conditioning, generator=generator)
+
+
 class _History:
     """What the model has encoded of each row besides the block being denoised: the prompt
     and the blocks finished before it. With `use_cache` they live in the model's prefix
     cache, extended in each block's first step; without it (the baseline benchmarks compare
     with) they are encoded again, with the block, at every step. One step function
-    either way: `logits`."""
+    either way: `logits`.
 
-    def __init__(self, model: DenoisingModel, prompts: list[list[int]], use_cache: bool):
+    The model's noise decides what an unwritten slot position shows it: the mask id (as the
+    canvas holds it) for "mask", fresh uniform random tokens from `generator` at every step for
+    "uniform". With `self_conditioning` each step but a block's first passes the model the
+    logits of the step before at every block position, so those steps ask for all of them."""
+
+    def __init__(self, model: DenoisingModel, prompts: list[list[int]], use_cache: bool, *,
+                 noise: str = "mask", self_conditioning: bool = False, generator: torch.Generator | None = None):
+        if noise not in NOISES:
+            raise UsageError(f"the model's noise must be one of {NOISES}, got {noise!r}")
         self.model, self.use_cache, self.device = model, use_cache, model.device
         P, pad = max(map(len, prompts)), model.config.pad_token_id or 0
         self.prompts = torch.tensor([[pad] * (P - len(p)) + list(p) for p in prompts], device=self.device)
         self.lengths = torch.tensor([len(p) for p in prompts], device=self.device)
         self.cache, self.held, self.cached_to = None, [], 0   # the cache holds rows `held`, canvas[:cached_to]
         self.view, self.view_rows = None, None                # the cache cut to the rows of the last step
+        self.noise, self.generator, self.conditioning = noise, generator, self_conditioning
+        self.previous, self.previous_rows = None, []          # the last step's logits [rows, block, vocab]
 
     def _ids(self, rows, which, start, end) -> torch.Tensor:
         return torch.tensor([rows[n].ids[start:end] for n in which], dtype=torch.long, device=self.device)
 
-    def _first(self, history, block, lengths, at, cache=None):
+    def _block(self, rows, which, start, end) -> torch.Tensor:
+        """The block as the model sees it this step: written tokens as they are, unwritten slot
+        positions as the model's noise (uniform: fresh random tokens, drawn on the CPU so a seeded
+        generator gives the same canvas on any device)."""
+        if self.noise == "mask":
+            return self._ids(rows, which, start, end)
+        ids = torch.tensor([rows[n].ids[start:end] for n in which], dtype=torch.long)
+        unwritten = torch.tensor([rows[n].unwritten(start, end) for n in which], dtype=torch.bool)
+        noise = torch.randint(0, self.model.config.vocab_size, ids.shape, generator=self.generator)
+        return torch.where(unwritten, noise, ids).to(self.device)
+
+    def _asking(self, called, at, first):
+        """What a pass over the rows `called` asks for: the logits at `at`, or every block position
+        when the next step feeds them back; and the self-conditioning to pass (keyword arguments)."""
+        if not self.conditioning:
+            return at, {}
+        if first:
+            return None, {"self_conditioning": None}
+        keep = [self.previous_rows.index(n) for n in called]
+        same = keep == list(range(len(self.previous_rows)))
+        return None, {"self_conditioning": self.previous if same else self.previous[keep]}
+
+    def _kept(self, logits, called, at):
+        """The logits at `at`; with self-conditioning the whole block's are kept for the next step."""
+        if not self.conditioning:
+            return logits
+        self.previous, self.previous_rows = logits, called
+        return logits[at]
+
+    def _first(self, history, block, lengths, at, cache=None, kw=None):
         """The first step of a block: `history` encoded (into `cache`, or a new one) and the
         block's logits, in one pass where the model has prefill_step; and the passes it took."""
+        kw = kw or {}
         if hasattr(self.model, "prefill_step"):
-            return (*self.model.prefill_step(history, block, lengths, at=at, cache=cache), 1)
+            return (*self.model.prefill_step(history, block, lengths, at=at, cache=cache, **kw), 1)
         if cache is None:
             cache, _ = self.model.prefill(history, lengths=lengths)
         else:
             self.model.commit(history, cache)
-        return cache, self.model.step(block, cache, at=at), 2
+        return cache, self.model.step(block, cache, at=at, **kw), 2
 
     def logits(self, rows, live, start, end, at, first) -> tuple[torch.Tensor, dict[int, int]]:
         """Log-prob inputs for one step: the logits at `at` (rows indexing `live`, columns of
@@ -87,8 +152,10 @@ class _History:
         if not self.use_cache:
             index = torch.tensor(live, device=self.device)
             history = torch.cat([self.prompts[index], self._ids(rows, live, 0, start)], 1)
-            _, logits, passes = self._first(history, self._ids(rows, live, start, end), self.lengths[index] + start, at)
-            return logits, {n: passes - 1 for n in live}
+            ask, kw = self._asking(live, at, first)
+            _, logits, passes = self._first(history, self._block(rows, live, start, end), self.lengths[index] + start,
+                                            ask, kw=kw)
+            return self._kept(logits, live, at), {n: passes - 1 for n in live}
         if first:   # extend the cache by the prompts, or by the canvas finished since, for every unfinished row
             need = [n for n, r in enumerate(rows) if not all(r.done)]
             history, lengths, cache = self._ids(rows, need, self.cached_to, start), None, None
@@ -97,13 +164,16 @@ class _History:
             else:
                 cache = self.cache if need == self.held else self.cache.select([self.held.index(n) for n in need])
             index = torch.tensor([need.index(n) for n in live], device=self.device)
-            self.cache, logits, passes = self._first(history, self._ids(rows, need, start, end), lengths,
-                                                     (index[at[0]], at[1]), cache)
+            at = (index[at[0]], at[1])
+            ask, kw = self._asking(need, at, True)
+            self.cache, logits, passes = self._first(history, self._block(rows, need, start, end), lengths, ask,
+                                                     cache, kw)
             self.held, self.cached_to, self.view, self.view_rows = need, start, self.cache, need
-            return logits, {n: passes - (n in live) for n in need}
+            return self._kept(logits, need, at), {n: passes - (n in live) for n in need}
         if live != self.view_rows:   # cut the cache only when the set of rows changes
             self.view, self.view_rows = self.cache.select([self.held.index(n) for n in live]), live
-        return self.model.step(self._ids(rows, live, start, end), self.view, at=at), {}
+        ask, kw = self._asking(live, at, False)
+        return self._kept(self.model.step(self._block(rows, live, start, end), self.view, at=ask, **kw), live, at), {}
 
 
 SCHEDULES = ("joint", "sequential", "one_token")
@@ -152,11 +222,13 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
     "sequential" (one field after another) and "one_token" (one decision per step: the
     most confident next token, or choice, of any slot). use_cache=False re-encodes the
     prompt and the finished blocks at every step instead of reading the prefix cache.
+    generator: temperature sampling's, and a uniform-noise model's random canvases (without
+    one, those are drawn from a generator seeded NOISE_SEED: the same call, the same record).
     """
     if schedule not in SCHEDULES:
         raise UsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     rows = _start(canvases, automata, known)
-    history = _History(model, prompts, use_cache)
+    history = _history(model, prompts, use_cache, generator)
     step = 0
     for block_start, block_end in canvases[0].spans(block_size or model.config.block_size):
         first = True
@@ -190,6 +262,6 @@ def score_choices(model: DenoisingModel, prompt: list[int], canvas, automata, id
     positions = [p for s in canvas.slots for p in range(s.start, s.end)]
     at = (torch.zeros(len(positions), dtype=torch.long, device=model.device),
           torch.tensor(positions, device=model.device))
-    logits, extra = _History(model, [prompt], True).logits([row], [0], 0, len(canvas), at, True)
+    logits, extra = _history(model, [prompt], True, None).logits([row], [0], 0, len(canvas), at, True)
     lp = Logprobs(torch.log_softmax(logits.float(), -1).cpu(), positions)
     return [choice_scores(row, i, lp)[1] for i in range(len(canvas.slots))], 1 + extra.get(0, 0)

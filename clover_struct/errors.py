@@ -5,6 +5,8 @@
       UsageError            a call's arguments cannot be carried out (also a ValueError)
       SchemaError           a schema uses a construct that cannot be laid out
       ExtractionError       no valid value could be decoded for a field
+        InternalError       an unexpected exception while decoding one record (a bug; the
+                            cause chained): that record's error, its neighbours unaffected
 
 The first three are the engine's own (engine/errors.py), re-exported here.
 """
@@ -36,4 +38,9 @@ class ExtractionError(CloverError):
         return type(self), (self.path, self.reason)
 
 
-__all__ = ["CloverError", "CheckpointError", "UsageError", "SchemaError", "ExtractionError"]
+class InternalError(ExtractionError):
+    """An unexpected exception while decoding one record: a bug in clover-struct, reported as
+    that record's error (its cause chained) so that the other records are kept."""
+
+
+__all__ = ["CloverError", "CheckpointError", "UsageError", "SchemaError", "ExtractionError", "InternalError"]

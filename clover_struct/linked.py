@@ -24,9 +24,11 @@ from typing import Any, Callable
 
 import torch
 
-from .api import encode_prompt, prepare
+from pydantic import ValidationError
+
+from .api import check_model, default_model, encode_prompt, internal_failure, model_lock, prepare, slot_of_path
 from .decoder import Trace, score_choices
-from .errors import ExtractionError, SchemaError, UsageError
+from .errors import CloverError, ExtractionError, SchemaError, UsageError
 
 MAX_LINKED = 8
 MAX_ASSIGNMENTS = 1 << 16
@@ -37,6 +39,7 @@ class Rule:
     text: str
     holds: Callable[[Any], bool]
     on_instance: bool = False       # holds() takes the validated instance, not the JSON data
+    terms: tuple[str, ...] = ()     # the `field` or `field=value` terms it names, checked by decide
 
 
 def _test(term: str) -> Callable[[dict], bool]:
@@ -46,17 +49,17 @@ def _test(term: str) -> Callable[[dict], bool]:
 
 def implies(a: str, b: str) -> Rule:
     ta, tb = _test(a), _test(b)
-    return Rule(f"{a} implies {b}", lambda r: not ta(r) or tb(r))
+    return Rule(f"{a} implies {b}", lambda r: not ta(r) or tb(r), terms=(a, b))
 
 
 def excludes(a: str, b: str) -> Rule:
     ta, tb = _test(a), _test(b)
-    return Rule(f"{a} excludes {b}", lambda r: not (ta(r) and tb(r)))
+    return Rule(f"{a} excludes {b}", lambda r: not (ta(r) and tb(r)), terms=(a, b))
 
 
 def exactly_one(*terms: str) -> Rule:
     tests = [_test(t) for t in terms]
-    return Rule(f"exactly one of {', '.join(terms)}", lambda r: sum(t(r) for t in tests) == 1)
+    return Rule(f"exactly one of {', '.join(terms)}", lambda r: sum(t(r) for t in tests) == 1, terms=terms)
 
 
 def predicate(fn: Callable[[Any], bool], text: str | None = None) -> Rule:
@@ -64,9 +67,28 @@ def predicate(fn: Callable[[Any], bool], text: str | None = None) -> Rule:
     return Rule(text or getattr(fn, "__name__", "predicate"), lambda r: bool(fn(r)), on_instance=True)
 
 
+def _check_terms(rule: Rule, canvas, values) -> None:
+    """UsageError for a rule term naming a field the schema lacks, or a value its field cannot take."""
+    for term in rule.terms:
+        field, eq, value = term.partition("=")
+        i = slot_of_path(canvas, field, what=f"rule `{rule.text}`")
+        written = [str(v.value if hasattr(v, "value") else v) for v in values[i]]
+        if eq and value not in written:
+            raise UsageError(f"rule `{rule.text}`: `{field}` has no value {value!r}; its values are {written}")
+        if not eq and not all(isinstance(v, bool) for v in values[i]):
+            raise UsageError(f"rule `{rule.text}`: `{field}` is not a bool field; name one of its values, "
+                             f"such as `{field}={written[0]}`")
+
+
 def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, known: dict | None = None,
            joint: bool = True, trace: bool = False):
     """The best assignment of `schema`'s bool/enum fields that satisfies every rule."""
+    check_model(model)
+    with model_lock(model or default_model()):
+        return _decide(text, schema, model, rules, known, joint, trace)
+
+
+def _decide(text, schema, model, rules, known, joint, trace):
     model, canvas, sets = prepare(schema, model)
     slots = canvas.slots
     bad = [s.path for s in slots if s.kind != "choice" or s.group is not None]
@@ -79,26 +101,33 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
         raise SchemaError("", f"the fields allow more than {MAX_ASSIGNMENTS} joint answers; use fewer values")
     if rules is None:
         rules = list(getattr(schema, "rules", []))
-    rules = [r if isinstance(r, Rule) else predicate(r) for r in rules]
-    known = known or {}
-    unknown = set(known) - {s.path for s in slots}
-    if unknown:
-        raise UsageError(f"known: no field {', '.join(sorted(unknown))}; the fields are "
-                         f"{', '.join(s.path for s in slots)}")
-
+    if isinstance(rules, Rule) or callable(rules) or not isinstance(rules, (list, tuple)):
+        raise UsageError("rules= takes a list of rules, such as [implies('urgent', 'escalate')]")
+    rules = [r if isinstance(r, Rule) else predicate(r) if callable(r) else _not_a_rule(r) for r in rules]
+    if known is not None and not isinstance(known, dict):
+        raise UsageError(f"known= takes a dict of field -> value, such as {{'urgent': True}}, not a "
+                         f"{type(known).__name__}")
     values = [[choice.value(i) for i in range(len(choice.texts))] for choice in sets]
+    for rule in rules:
+        _check_terms(rule, canvas, values)
     given = {}  # slot index -> the known value's candidate index
-    for i, s in enumerate(slots):
-        if s.path in known:
-            want = known[s.path].value if hasattr(known[s.path], "value") else known[s.path]
-            if want not in values[i]:
-                raise UsageError(f"known: {want!r} is not a value of `{s.path}`; give one of {values[i]}")
-            given[i] = values[i].index(want)
+    for path, value in (known or {}).items():
+        i = slot_of_path(canvas, path)
+        want = value.value if hasattr(value, "value") else value
+        if want not in values[i]:
+            raise UsageError(f"known: {want!r} is not a value of `{slots[i].path}`; give one of {values[i]}")
+        given[i] = values[i].index(want)
     ids = list(canvas.ids)   # the known values written in, for the model to read; the rest masked
     for i, k in given.items():
         ids[slots[i].start:slots[i].end] = sets[i].ids[k].tolist()
 
-    scored, passes = score_choices(model, encode_prompt(model, text, canvas), canvas, sets, ids)
+    prompt = encode_prompt(model, text, canvas)
+    try:
+        scored, passes = score_choices(model, prompt, canvas, sets, ids)
+    except CloverError:
+        raise
+    except Exception as e:
+        raise internal_failure("scoring the answers", e) from e
     options = []  # per slot: [(value, score)]
     for i, scores in enumerate(scored):
         scores = scores.tolist()
@@ -111,8 +140,18 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
 
     def satisfies(assignment):
         data = record(assignment)
-        instance = canvas.model.model_validate(data) if canvas.model else data
-        return all(r.holds(instance if r.on_instance else data) for r in rules)
+        try:
+            instance = canvas.model.model_validate(data) if canvas.model else data
+        except ValidationError:   # the model's own validators reject this combination
+            return False
+        for r in rules:
+            try:
+                if not r.holds(instance if r.on_instance else data):
+                    return False
+            except Exception as e:
+                raise UsageError(f"rule `{r.text}` raised {type(e).__name__}: {e}; fix the rule (it is "
+                                 f"called with the record {data})") from e
+        return True
 
     if joint:
         ranked = sorted(itertools.product(*options), key=lambda a: -sum(score for _, score in a))
@@ -123,10 +162,19 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
                                   + "); check the rules and the known values")
     else:
         best = [max(o, key=lambda vs: vs[1]) for o in options]
-    value = canvas.model.model_validate(record(best)) if canvas.model else record(best)
+    try:
+        value = canvas.model.model_validate(record(best)) if canvas.model else record(best)
+    except ValidationError as e:
+        raise ExtractionError("", f"the answers break the schema's own checks ({e.errors()[0]['msg']}); "
+                                  "decide jointly (joint=True) to keep to them") from e
     if not trace:
         return value
     t = Trace(forward_passes=passes, steps=1, tokens_committed=sum(s.budget for s in slots), tokens_per_step=[])
     t.confidence = {s.path: float(torch.tensor([sc for _, sc in o]).softmax(0).max()) for s, o in zip(slots, options)}
     t.settled_at = {s.path: 1 for s in slots}
     return value, t
+
+
+def _not_a_rule(r):
+    raise UsageError(f"rules= holds {r!r}, which is no rule; use implies, excludes, exactly_one or "
+                     "predicate(fn), or a function of the record")

@@ -48,6 +48,15 @@ def groups_of(canvas) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(sorted(c, key=lambda gi: canvas.groups[gi].start)) for c in chains)
 
 
+@lru_cache(maxsize=64)
+def slot_positions(canvas) -> tuple[bool, ...]:
+    """Per canvas position, whether a slot holds it (the rest is fixed text)."""
+    inside = [False] * len(canvas.ids)
+    for s in canvas.slots:
+        inside[s.start:s.end] = [True] * s.budget
+    return tuple(inside)
+
+
 class Row:
     """Decoding state of one canvas."""
 
@@ -112,6 +121,12 @@ class Row:
         return [p for i in self.next_slots(block_start, block_end)
                 for p in range(max(self.canvas.slots[i].start + self.filled[i], block_start),
                                min(self.canvas.slots[i].end, block_end))]
+
+    def unwritten(self, start, end) -> list[bool]:
+        """Per position of [start, end): a slot position nothing is written at yet (it still holds
+        the canvas's mask id). A uniform-noise model sees fresh random tokens there each step."""
+        inside, mask = slot_positions(self.canvas), self.canvas.mask_id
+        return [inside[p] and self.ids[p] == mask for p in range(start, end)]
 
     def remaining(self, i):
         return self.canvas.slots[i].budget - self.filled[i]

@@ -229,6 +229,8 @@ class Verbatim:
         if budget[0] < 0:
             raise _SearchTooLong
         q, inside, ends = state
+        if ends == FREE:    # the token left the text: a value only if the pattern is done here
+            return self.inner.is_final(q)
         if self.inner.is_final(q) and self._may_stop(inside, ends):
             ok = True
         else:

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 import torch
 
-from clover_struct import cli
+from clover_struct import batch_io, cli
 from clover_struct.engine.checkpoint import save_model
 from clover_struct.engine.config import preset
 from clover_struct.engine.model import CloverModel
@@ -212,14 +212,28 @@ def test_schema_prints_the_canvas(model_dir, schema_file, capsys):
     assert capsys.readouterr().out == build_canvas(SCHEMA, model.tokenizer).describe() + "\n"
 
 
-def test_progress_bar_shows_rate_and_eta_only_when_on(tmp_path, capsys):
-    cli.Progress(10, True).show(4, 4)
-    cli.Progress(10, False).show(4, 4)
+def test_the_progress_bar_advances_per_record_on_a_tty_and_is_one_summary_line_otherwise(
+        tmp_path, model_dir, schema_file, monkeypatch, capsys):
+    feed = tmp_path / "f.jsonl"
+    feed.write_text("".join(json.dumps({"text": f"zone {i}"}) + "\n" for i in range(5)) + "{broken\n")
+    argv = ["extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "o.jsonl",
+            "--batch-size", 4]
+    assert run(*argv) == 1
     err = capsys.readouterr().err
-    assert "4/10 (40%)" in err and "/s" in err and "ETA" in err and err.count("4/10") == 1
-    (tmp_path / "a.txt").write_text("x")
-    (tmp_path / "f.jsonl").write_text('{"text": "1"}\n\n{"text": "2"}\n')
-    assert cli.count([tmp_path], exclude=()) == 3
+    assert err.count("\n") == 1 and "5 succeeded, 1 failed" in err          # not a tty: the summary alone
+
+    updates = []
+    import tqdm
+
+    real = tqdm.tqdm.update
+    monkeypatch.setattr(tqdm.tqdm, "update", lambda bar, n=1: updates.append((bar.n, bar.total)) or real(bar, n))
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert run(*argv) == 1
+    assert updates == [(n, 6) for n in range(6)]                              # one step per record
+    err = capsys.readouterr().err
+    assert "/6 [" in err and "rec/s" in err and "5 succeeded, 1 failed" in err.splitlines()[-1]
+    assert run(*argv, "--quiet") == 1 and len(updates) == 6                   # --quiet: no bar
+    assert batch_io.count([tmp_path], exclude=[tmp_path / "o.jsonl", tmp_path / "o.errors.jsonl"]) == 6
 
 
 def test_inputs_are_streamed_and_decoded_a_batch_at_a_time(tmp_path, model_dir, schema_file, monkeypatch):
@@ -235,7 +249,7 @@ def test_inputs_are_streamed_and_decoded_a_batch_at_a_time(tmp_path, model_dir, 
     monkeypatch.setattr(clover_struct.api, "extract_many", fake)
     feed = tmp_path / "f.jsonl"
     feed.write_text("".join(json.dumps({"text": f"text {i}"}) + "\n" for i in range(7)))
-    assert inspect.isgenerator(cli.records(cli.files([feed]), "text"))
+    assert inspect.isgenerator(batch_io.records(batch_io.files([feed]), "text"))
     assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "o.jsonl",
                "--batch-size", 3, "--quiet") == 0
     assert [len(c) for c in calls] == [3, 3, 1]

@@ -2,6 +2,7 @@
 
 import datetime
 import random
+import re
 from typing import Annotated, Literal, Optional, Union
 
 import numpy as np
@@ -338,3 +339,16 @@ def test_the_look_ahead_rejects_dead_starts_and_gives_up_when_long(toy_tokenizer
     code._finish.clear()
     code.SEARCH = 0     # a search that would run past its bound allows the token
     assert code.viable(code.initial, x, left)
+
+
+def test_the_look_ahead_answers_on_a_text_with_no_piece_of_the_pattern(toy_tokenizer):
+    # "hello world" holds no code: every token the pattern allows leaves the text, and the
+    # look-ahead must say no (it raised IndexError: it searched on from a given-up copy)
+    canvas, autos = bound(toy_tokenizer, "hello world")
+    code, left = autos[0], canvas.slots[0].budget - 1
+    tokens = code.allowed(code.initial, left + 1).tolist()
+    assert tokens and not any(code.viable(code.initial, t, left) for t in tokens)
+    free = code.release(code.initial)
+    assert all(code.viable(free, t, left) for t in code.allowed(free, left + 1).tolist())
+    ids = random_fill(canvas, autos, random.Random(0))
+    assert re.fullmatch(r"[A-Z]{2}[0-9]{1,3}", canvas.validate(ids).code)

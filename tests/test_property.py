@@ -1,17 +1,23 @@
-"""Property test: any supported schema, any text, any random model -> a valid instance.
+"""Property test: any supported schema, any text, any random model of either family -> a valid
+instance, in at most as many forward passes per block as the block's longest slot.
 
 Hypothesis draws pydantic models from the whole grammar layout.py supports (str with
 max_length / pattern / max_tokens, int and float with ge/gt/le/lt, bool, Literal,
 Enum, date / datetime / time, Optional (JSON null), nested models, bounded lists of
 scalars or models, discriminated unions) to depth 2, and batches of printable-ASCII
 texts. Tiny random models (which have no idea what to write; std 1.0 makes them
-confidently wrong) decode them with `extract_many`, greedily or sampled.
+confidently wrong) decode them with `extract_many`, greedily or sampled: Clover models
+(mask noise) and DiffusionGemma checkpoints (uniform noise and self-conditioning, built
+with transformers' classes, saved and loaded through our load_model).
 
 Every record must be an instance that re-validates. The generator knows which
 constraints it made unsatisfiable (inverted bounds, min_length > max_length, a pattern
 longer than its max_length or token budget): an ExtractionError, or a SchemaError at
 layout time, is allowed only if it names such a field, and a field no value (null
-included) fits must be refused with a SchemaError. Nothing else may escape.
+included) fits must be refused with a SchemaError. Nothing else may escape. Every step
+commits a token in each unfinished slot of the block, so a record's forward passes (its
+prefill and commits ride in each block's first pass) are at most the sum over blocks of the
+longest slot part in the block.
 """
 
 import datetime
@@ -28,8 +34,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, create_model, field_validator, model_validator
 
 from clover_struct import ExtractionError, SchemaError, extract_many
+from clover_struct.api import prepare
 from clover_struct.engine.config import preset
 from clover_struct.engine.model import CloverModel
+from tiny_models import tiny_diffusion_gemma
 
 SCHEMAS, TEXTS_PER_SCHEMA, MIN_PAIRS = 200, 5, 500
 DEFAULT_TOKENS = 8   # extract_many(max_tokens=...): budget of strings without max_length
@@ -169,13 +177,31 @@ def models(toy_tokenizer):
     return out
 
 
+@pytest.fixture(scope="module")
+def diffusion_gemma_models(toy_tokenizer, tmp_path_factory):
+    """Random tiny DiffusionGemma checkpoints, canvases of 16, 32 and 8: transformers' init
+    (near-uniform) to confidently wrong (every weight moved by N(0, 1))."""
+    pytest.importorskip("transformers", reason="transformers is a test extra: pip install -e .[test]")
+    return [tiny_diffusion_gemma(toy_tokenizer, tmp_path_factory.mktemp(f"dg{seed}"), canvas=canvas, std=std,
+                                 seed=seed) for seed, std, canvas in [(0, 0.0, 16), (1, 1.0, 16), (2, 1.0, 32),
+                                                                     (3, 0.3, 8)]]
+
+
+def pass_budget(canvas, block_size: int) -> int:
+    """The most forward passes a record may take: per block, its longest slot part."""
+    return sum(max((min(s.end, e) - max(s.start, b) for s in canvas.slots if s.start < e and b < s.end), default=0)
+               for b, e in canvas.spans(block_size))
+
+
 def _names(path: str) -> set[str]:
     """The field names along an error path ("f2<f2t0>.f3", "f1[0]")."""
     return set(re.split(r"[.\[\]<>]+", path))
 
 
 @pytest.mark.slow
-def test_any_schema_any_text_gives_a_valid_instance(models):
+@pytest.mark.parametrize("family", ["clover", "diffusion_gemma"])
+def test_any_schema_any_text_gives_a_valid_instance(family, request):
+    models = request.getfixturevalue("models" if family == "clover" else "diffusion_gemma_models")
     decoded = []
 
     # No shrinking: every example decodes a batch, and the failure message shows the schema.
@@ -191,13 +217,17 @@ def test_any_schema_any_text_gives_a_valid_instance(models):
         try:
             results = extract_many(texts, schema, model=models[which], batch_size=TEXTS_PER_SCHEMA,
                                    temperature=temperature, seed=seed, threshold=threshold,
-                                   max_tokens=DEFAULT_TOKENS)
+                                   max_tokens=DEFAULT_TOKENS, trace=True)
         except SchemaError as e:
             assert _names(e.path) & notes.bad, f"SchemaError names no unsatisfiable field: {e}\n{where}"
             return
         assert not notes.refused, f"no SchemaError for {sorted(notes.refused)}, which no value fits\n{where}"
         assert len(results) == len(texts)
-        for text, r in zip(texts, results):
+        _, canvas, _ = prepare(schema, models[which], DEFAULT_TOKENS)
+        budget = pass_budget(canvas, models[which].config.block_size)
+        for text, (r, trace) in zip(texts, results):
+            assert trace.forward_passes <= budget, \
+                f"{trace.forward_passes} forward passes, more than the blocks' longest slots ({budget})\n{where}"
             if isinstance(r, ExtractionError):
                 assert _names(r.path) & notes.bad, \
                     f"ExtractionError names no unsatisfiable field: {r}\ntext {text!r}\n{where}"

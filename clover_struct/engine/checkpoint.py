@@ -8,8 +8,10 @@ by `architectures`) and hands the directory to that family's loader.
 
 The Clover family's loader is here: checkpoint names map onto module names through
 the tables below; experts may be stored fused or one tensor per expert, under an
-optional `model.language_model.` prefix. Every key and shape is checked, and an
-error names the file and tensor and says what was expected.
+optional `model.language_model.` prefix. Every key, shape and dtype is checked, and an
+error names the file and tensor and says what was expected. Whatever else goes wrong
+while a family's loader runs is a CheckpointError naming the directory: nothing but a
+CloverError leaves `load_model`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from .config import ModelConfig
-from .errors import CheckpointError, UsageError
+from .errors import CheckpointError, CloverError, UsageError
 from .model import CloverModel
 from .tokenizer import Tokenizer
 
@@ -50,10 +52,15 @@ def weight_files(root: Path) -> list[Path]:
     index = root / "model.safetensors.index.json"
     if index.is_file():
         try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            names = list(dict.fromkeys(weight_map.values()))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
             raise CheckpointError(f"{index}: not a valid index (needs a 'weight_map' object): {e}") from e
-        files = [root / f for f in dict.fromkeys(weight_map.values())]
+        for name in names:
+            if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+                raise CheckpointError(f"{index} lists {name!r}, which is not a file name in {root}; an index "
+                                      "names the shard files beside it")
+        files = [root / name for name in names]
         for f in files:
             if not f.is_file():
                 raise CheckpointError(f"{index} lists {f.name}, which is missing from {root}")
@@ -77,6 +84,9 @@ def open_tensors(files: list[Path]) -> dict[str, tuple[Path, object]]:
             raise CheckpointError(f"{f}: not a readable safetensors file ({e}); "
                                   "it may be truncated or corrupt: copy or convert it again") from e
         for key in handle.keys():
+            if key in found:
+                raise CheckpointError(f"{f}: tensor {key} is also in {found[key][0].name}; a tensor is stored "
+                                      "once: drop one copy")
             found[key] = (f, handle)
     return found
 
@@ -89,11 +99,17 @@ def _canonical(key: str) -> str:
 
 
 def read_tensor(key: str, where) -> torch.Tensor:
+    """A weight, checked to be floating point (every weight of every family is)."""
     f, handle = where
     try:
-        return handle.get_tensor(key)
+        t = handle.get_tensor(key)
     except (SafetensorError, OSError, RuntimeError) as e:
         raise CheckpointError(f"{f}: tensor {key} cannot be read ({e}); the file may be truncated") from e
+    if not t.is_floating_point():
+        raise CheckpointError(f"{f}: tensor {key} has dtype {str(t.dtype).removeprefix('torch.')}; weights are "
+                              "floating point (float32, bfloat16, float16): this file holds quantized or other "
+                              "data clover-struct does not read")
+    return t
 
 
 def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, torch.Tensor]:
@@ -102,11 +118,12 @@ def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, to
     if model.config.tie_word_embeddings:
         expected.pop("lm_head.weight", None)
     out, experts, unexpected = {}, defaultdict(dict), []
+    E = model.config.num_experts
     for key, where in open_tensors(files).items():
         name = _canonical(key)
         if IGNORED.match(name):
             continue
-        if m := PER_EXPERT.match(name):
+        if (m := PER_EXPERT.match(name)) and FUSED.format(m[1], "gate_up_proj") in expected and int(m[2]) < E:
             experts[int(m[1])][(int(m[2]), m[3])] = (key, where)
         elif name in expected:
             out[name] = (key, where)
@@ -118,15 +135,24 @@ def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, to
                               f"{model.config.num_hidden_layers}-layer model with layer types "
                               f"{sorted(set(model.config.layer_types))}")
     tensors = {name: read_tensor(key, where) for name, (key, where) in out.items()}
-    E = model.config.num_experts
     for layer, parts in experts.items():
         missing = [f"model.layers.{layer}.mlp.experts.{e}.{p}.weight" for e in range(E)
                    for p in ("gate_proj", "up_proj", "down_proj") if (e, p) not in parts]
         if missing:
             raise CheckpointError(f"{files[0].parent}: missing per-expert tensors {missing[:3]} "
                                   f"(config says {E} experts)")
-        get = lambda e, p: read_tensor(*parts[(e, p)])  # noqa: E731
         base = FUSED.format(layer, "")
+        gate_up, down = expected[base + "gate_up_proj"], expected[base + "down_proj"]   # [E, 2I, D], [E, D, I]
+        want = {"gate_proj": (gate_up[1] // 2, gate_up[2]), "up_proj": (gate_up[1] // 2, gate_up[2]),
+                "down_proj": down[1:]}
+
+        def get(e, p):
+            key, where = parts[(e, p)]
+            t = read_tensor(key, where)
+            if tuple(t.shape) != want[p]:
+                raise CheckpointError(f"{where[0]}: tensor {key} has shape {tuple(t.shape)}, but config.json "
+                                      f"implies {want[p]}")
+            return t
         tensors[base + "gate_up_proj"] = torch.stack([torch.cat([get(e, "gate_proj"), get(e, "up_proj")]) for e in range(E)])
         tensors[base + "down_proj"] = torch.stack([get(e, "down_proj") for e in range(E)])
     missing = sorted(set(expected) - set(tensors))
@@ -134,9 +160,10 @@ def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, to
         raise CheckpointError(f"{files[0].parent}: missing tensors {missing[:5]}"
                               f"{' …' if len(missing) > 5 else ''}")
     for name, t in tensors.items():
-        if tuple(t.shape) != expected[name]:
-            raise CheckpointError(f"{files[0].parent}: tensor {name} has shape {tuple(t.shape)}, "
-                                  f"but config.json implies {expected[name]}")
+        if tuple(t.shape) != expected[name]:   # (per-expert tensors were checked one by one)
+            key, (f, _) = out[name]
+            raise CheckpointError(f"{f}: tensor {key} has shape {tuple(t.shape)}, but config.json implies "
+                                  f"{expected[name]}")
     return tensors
 
 
@@ -148,7 +175,7 @@ def read_config(root: Path) -> dict:
                               "(save models with clover_struct.engine.checkpoint.save_model)")
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path}: not valid JSON ({e}); copy the checkpoint again") from e
     if not isinstance(d, dict):
         raise CheckpointError(f"{path}: expected a JSON object")
@@ -175,18 +202,32 @@ def torch_device(device=None, dtype=None) -> tuple[torch.device, torch.dtype]:
         raise UsageError(f"device {device!r} is not a torch device ({e}); use 'cpu' or 'cuda'") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError("a CUDA device was asked for, but torch sees none; use device='cpu'")
+    if isinstance(dtype, str):   # "bfloat16", "torch.float16"
+        dtype = getattr(torch, dtype.removeprefix("torch."), dtype)
+    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise UsageError(f"dtype {dtype!r} is not a floating-point torch dtype; use torch.float32, torch.bfloat16 "
+                         "or torch.float16")
     return device, dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
 
 
 def load_model(path: str | Path, *, device=None, dtype=None):
     """The model in directory `path`, of whichever family its config.json names."""
+    if not isinstance(path, (str, Path)):
+        raise UsageError(f"load_model takes the path of a model directory, not a {type(path).__name__}")
     root = Path(path)
     if not root.is_dir():
         raise CheckpointError(f"{root}: not a model directory (expected config.json and model.safetensors)")
     config = read_config(root)
     module, _, function = FAMILIES[family_of(config, str(root / "config.json"))].partition(":")
     load = getattr(importlib.import_module(f".{module}", __package__), function)
-    model = load(root, config, *torch_device(device, dtype))
+    device, dtype = torch_device(device, dtype)
+    try:
+        model = load(root, config, device, dtype)
+    except CloverError:
+        raise
+    except Exception as e:   # a config value of the wrong type, a size torch refuses, memory...
+        raise CheckpointError(f"{root}: the model cannot be built from config.json and its weights "
+                              f"({type(e).__name__}: {e}); check config.json's values against the weights") from e
     model.source = str(root)
     return model.eval()
 
@@ -205,9 +246,15 @@ def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dty
                 setattr(config, key, found)
     for key in ("mask_token_id", "pad_token_id", "eos_token_id"):
         value = getattr(config, key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise CheckpointError(f"{root / 'config.json'}: {key}={value!r} is not a token id (a whole number)")
         if value is not None and not 0 <= value < config.vocab_size:
             raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary "
                                   f"of {config.vocab_size}")
+    if tokenizer is not None and tokenizer.mask_id is not None and config.mask_token_id != tokenizer.mask_id:
+        raise CheckpointError(f"{root / 'tokenizer.json'}: its mask token is id {tokenizer.mask_id}, but config.json "
+                              f"says mask_token_id={config.mask_token_id}: the tokenizer belongs to another model; "
+                              "copy the model's own tokenizer.json")
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)
     tensors = state_dict_from_files(weight_files(root), model)

@@ -13,6 +13,16 @@ what it computes alone. A cache is opaque to callers except for `select(rows)`.
 
 `at` asks for the logits at some (row, column) pairs of the block only ([N, vocab]): the
 output head is a large share of a step over a long block. Knows nothing of schemas.
+
+Two optional parts, for uniform-noise families (DiffusionGemma):
+
+    model.noise = "uniform"         # unwritten canvas positions are shown as random tokens
+                                    # (absent or "mask": they hold the mask token)
+    model.step(..., self_conditioning=logits)   # and prefill_step: the previous step's
+                                    # logits over the whole block [B, C, vocab], None at first
+
+The decoder reads `noise` with getattr and passes `self_conditioning` only to a `step`
+whose signature names it.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ class Spec(Protocol):
 
 @runtime_checkable
 class DenoisingModel(Protocol):
+    """The required part; `noise` and `self_conditioning` are optional (see the module's text)."""
     config: Spec
     tokenizer: Any                  # engine.tokenizer.Tokenizer, or None
     device: torch.device

@@ -20,6 +20,7 @@ from .errors import CheckpointError
 MASK_NAMES = ("<|mask|>", "<|mdm_mask|>", "<|MASK|>", "|<MASK>|", "<mask>", "[MASK]")
 PAD_NAMES = ("<|pad|>", "<pad>", "[PAD]")
 EOS_NAMES = ("<|endoftext|>", "<|eos|>", "</s>", "<eos>", "[SEP]")
+BOS_NAMES = ("<bos>", "<s>", "<|begin_of_text|>")  # chat templates write it by name (Gemma's start with it)
 
 
 @cache
@@ -55,6 +56,7 @@ class Tokenizer:
         self.mask_id = self._find(names.get("mask_token"), MASK_NAMES)
         self.pad_id = self._find(names.get("pad_token"), PAD_NAMES)
         self.eos_id = self._find(names.get("eos_token"), EOS_NAMES)
+        self.bos_id = self._find(names.get("bos_token"), BOS_NAMES)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Tokenizer":
@@ -67,9 +69,19 @@ class Tokenizer:
         names, template = {}, None
         config = path.parent / "tokenizer_config.json"
         if config.is_file():
-            for key, value in json.loads(config.read_text()).items():
-                if key in ("mask_token", "pad_token", "eos_token"):
-                    names[key] = value["content"] if isinstance(value, dict) else value
+            try:
+                settings = json.loads(config.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise CheckpointError(f"{config}: not valid JSON ({e}); copy the checkpoint's file again") from e
+            if not isinstance(settings, dict):
+                raise CheckpointError(f"{config}: expected a JSON object")
+            for key, value in settings.items():
+                if key in ("mask_token", "pad_token", "eos_token", "bos_token") and value is not None:
+                    name = value.get("content") if isinstance(value, dict) else value
+                    if not isinstance(name, str):
+                        raise CheckpointError(f"{config}: {key} is {value!r}; expected a token's text, or an "
+                                              "object with its 'content'")
+                    names[key] = name
                 elif key == "chat_template" and isinstance(value, str):
                     template = value
         out = cls(tok, names)

@@ -1,0 +1,287 @@
+"""The files of `clover-struct extract`: inputs read as records, outputs written as JSON lines.
+
+- `roots`, `files`: the INPUT arguments (files, folders walked recursively, globs) as
+  files in order, each once.
+- `records`: every text file and every JSONL line as (source, text, why-not), streamed:
+  one file open at a time, a line at a time, a text over MAX_TEXT_BYTES refused without
+  being read whole. Anything that cannot be read (binary, not UTF-8, not a regular file,
+  unreadable, bad JSON) is a record with its reason, never an exception.
+- `Sink`: JSON lines appended with one write call per line and fsync'ed on `sync()`.
+- `done_sources`: what an earlier run wrote, for --resume; a torn last line (a write cut
+  short by a kill or a power cut) is cut away.
+- `OutputLock`: one run per output file at a time (an advisory lock on OUT.lock that the
+  system releases however the run ends).
+
+Knows nothing of models, schemas or extraction.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import json
+import os
+import stat
+from pathlib import Path
+
+from .errors import UsageError
+
+try:
+    import fcntl
+except ImportError:   # no fcntl (Windows): the lock is a file created exclusively
+    fcntl = None
+
+SUFFIXES = (".txt", ".md", ".jsonl")   # what a directory contributes
+COUNT_BYTES = 64 << 20                 # count records for an ETA only below this much JSONL
+MAX_TEXT_BYTES = 4 << 20               # a longer text (file or JSONL line) is refused unread: no context holds it
+
+
+class CliError(UsageError):
+    """A mistake on the command line; the CLI prints it as one line and exits 2."""
+
+
+def roots(inputs: list[str]) -> list[Path]:
+    """Each INPUT as paths (a glob expanded, sorted); FileNotFoundError for one that names nothing."""
+    out = []
+    for s in inputs:
+        if os.path.lexists(s):
+            out.append(Path(s))
+        elif any(c in s for c in "*?["):
+            found = sorted(glob.glob(s, recursive=True))
+            if not found:
+                raise FileNotFoundError(f"{s}: no file matches this pattern")
+            out += map(Path, found)
+        else:
+            raise FileNotFoundError(f"{s}: no such file or directory")
+    return out
+
+
+def files(paths: list[Path], exclude=()):
+    """Files in order, each once: directories walked recursively, sorted, hidden entries skipped."""
+    seen = {os.path.abspath(p) for p in exclude}
+    for f in itertools.chain.from_iterable(_walk(p) if p.is_dir() else [p] for p in paths):
+        if os.path.abspath(f) not in seen:
+            seen.add(os.path.abspath(f))
+            yield f
+
+
+def _walk(root: Path):
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        yield from (Path(folder, n) for n in sorted(names) if n.endswith(SUFFIXES) and not n.startswith("."))
+
+
+def records(paths, text_field: str):
+    """(source, text, why) for each record, streamed; `why` says why a record cannot be read (text None)."""
+    for path in paths:
+        try:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):
+                yield str(path), None, "not a regular file (a pipe, device or socket); give text files"
+                continue
+            if path.suffix == ".jsonl":
+                with open(path, "rb") as f:
+                    for n, raw in _lines(f):
+                        if raw is None:
+                            yield f"{path}:{n}", None, f"the line is over {_size(MAX_TEXT_BYTES)}; split it"
+                        elif raw.strip():
+                            yield (f"{path}:{n}", *_line_text(raw, text_field))
+                continue
+            if info.st_size > MAX_TEXT_BYTES:
+                yield (str(path), None, f"the file is {_size(info.st_size)}; texts over {_size(MAX_TEXT_BYTES)} "
+                                        "are not read (no model's context holds one); split it")
+                continue
+            data = path.read_bytes()
+        except OSError as e:
+            yield str(path), None, f"cannot read the file: {e.strerror or e}"
+            continue
+        yield (str(path), *_file_text(data))
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n:,} bytes"
+
+
+def _lines(f):
+    """(line number, bytes) per line; None for a line over MAX_TEXT_BYTES, which is skipped unread."""
+    for n in itertools.count(1):
+        raw = f.readline(MAX_TEXT_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_TEXT_BYTES and not raw.endswith(b"\n"):
+            while (rest := f.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            raw = None
+        yield n, raw
+
+
+def _file_text(data: bytes) -> tuple[str | None, str | None]:
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):      # UTF-16 with its byte order mark
+        try:
+            return data.decode("utf-16"), None
+        except UnicodeDecodeError:
+            return None, "not valid UTF-16 text after its byte order mark"
+    if b"\0" in data:
+        return None, "binary file (NUL bytes); only text files can be read"
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError:
+        return None, "binary file (not UTF-8 text); only text files can be read"
+
+
+def _line_text(raw: bytes, field: str):
+    try:
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return None, f"invalid JSON line ({e})"
+    except RecursionError:
+        return None, "invalid JSON line (nested too deeply)"
+    if not isinstance(obj, dict):
+        return None, "the line is not a JSON object"
+    if field not in obj:
+        return None, f"no `{field}` field; name the text field with --text-field"
+    if not isinstance(obj[field], str):
+        return None, f"field `{field}` is {type(obj[field]).__name__}, not a string"
+    return obj[field], None
+
+
+def count(paths: list[Path], exclude) -> int | None:
+    """Records in the input when that is cheap to know (for an ETA), else None."""
+    n, budget = 0, COUNT_BYTES
+    for f in files(paths, exclude):
+        if f.suffix != ".jsonl":
+            n += 1
+            continue
+        try:
+            if not f.is_file():
+                n += 1
+                continue
+            if (budget := budget - f.stat().st_size) < 0:
+                return None
+            with open(f, "rb") as h:
+                n += sum(1 for _, line in _lines(h) if line is None or line.strip())
+        except OSError:
+            n += 1   # an unreadable file is one (failed) record
+    return n
+
+
+def json_line(obj: dict) -> str:
+    """One JSON line. A lone surrogate (a file name that is not UTF-8) is written as its JSON
+    escape, which reads back as the same string."""
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8") + "\n"
+
+
+class Sink:
+    """JSON lines to a file (opened at the first line; one write call per line, fsync on
+    sync()) or, without a path, to a stream (flushed on sync())."""
+
+    def __init__(self, path: Path | None, stream):
+        self.path, self.stream, self.fd = path, stream, None
+
+    def write(self, obj: dict) -> None:
+        line = json_line(obj)
+        if self.path is None:
+            return self.stream.write(line)
+        if self.fd is None:
+            created = not self.path.exists()
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            if created:   # the new name itself survives a power cut
+                _sync_directory(self.path.parent)
+        data = line.encode("utf-8")
+        while data:   # one call; more only after a short write
+            data = data[os.write(self.fd, data):]
+
+    def sync(self) -> None:
+        if self.fd is not None:
+            os.fsync(self.fd)
+        elif self.path is None:
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _sync_directory(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return   # not every system opens directories
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def done_sources(path: Path) -> tuple[set[str], int]:
+    """Sources already in a JSON-lines file, and its line count. A torn tail is truncated away:
+    a trailing partial line (a write cut short), or a last line holding NUL bytes or bytes that
+    are not UTF-8 (a block a power cut left unwritten). Any other line that is not ours stops
+    the run: the file is not an output of clover-struct."""
+    if not path.exists():
+        return set(), 0
+    seen, end, lines = set(), 0, 0
+    with open(path, "r+b") as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            try:
+                seen.add(json.loads(line)["source"])
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+                torn = b"\0" in line or isinstance(e, UnicodeDecodeError)
+                if torn and not f.read(1):
+                    break
+                raise CliError(f"{path}:{lines + 1}: not a line clover-struct wrote ({e}); "
+                               "resume only into the output of an earlier run") from e
+            end, lines = end + len(line), lines + 1
+        f.truncate(end)
+    return seen, lines
+
+
+class OutputLock:
+    """Held while a run writes OUT: a second run on the same OUT refuses (CliError). An
+    advisory lock (flock) on OUT.lock, which the system drops when the holder ends, however
+    it ends; the file holds the holder's pid and is removed on release."""
+
+    def __init__(self, out: Path):
+        self.out, self.path, self.fd = out, out.with_name(out.name + ".lock"), None
+
+    def __enter__(self):
+        if fcntl is None:
+            return self._create_exclusively()
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                os.close(fd)
+                raise CliError(f"{self.out}: another clover-struct run (pid {holder}) is writing it; wait for it "
+                               "to end, or write to another -o") from None
+            try:
+                if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+                    break   # the file we locked is still the one at the path (no release removed it meanwhile)
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def _create_exclusively(self):
+        try:
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise CliError(f"{self.out}: another clover-struct run is writing it ({self.path} exists); wait for "
+                           f"it to end, or, if no run is (one that crashed), delete {self.path}") from None
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+        return self
+
+    def __exit__(self, *exc):
+        self.path.unlink(missing_ok=True)   # while still held, so no other run holds this file
+        os.close(self.fd)
+        self.fd = None

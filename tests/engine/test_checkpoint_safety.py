@@ -1,0 +1,258 @@
+"""Damaged and mismatched checkpoints of both families (Clover, DiffusionGemma): each is a
+CheckpointError naming the file and the tensor; loading never unpickles and never opens a
+socket. The DiffusionGemma directories are written here from our own module (no transformers)."""
+
+import json
+import pickle
+import re
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import clover_struct
+from clover_struct import CheckpointError, extract, load_model
+from clover_struct.engine.checkpoint import save_model
+from clover_struct.engine.diffusion_gemma import DiffusionGemma, checkpoint_names
+from clover_struct.engine.diffusion_gemma_config import DiffusionGemmaConfig
+from tiny_models import tiny_model
+
+GEMMA_TEXT = dict(vocab_size=128, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, head_dim=16, global_head_dim=32, num_global_key_value_heads=1,
+                  sliding_window=8, num_experts=4, top_k_experts=2, moe_intermediate_size=16,
+                  max_position_embeddings=512, layer_types=["sliding_attention", "full_attention"])
+
+
+def save_gemma(path: Path, tokenizer=None) -> Path:
+    """A random DiffusionGemma directory in transformers' layout: config.json with text_config,
+    every tensor under its checkpoint name."""
+    config = {"model_type": "diffusion_gemma", "text_config": dict(GEMMA_TEXT), "canvas_length": 8}
+    torch.manual_seed(0)
+    model = DiffusionGemma(DiffusionGemmaConfig.from_dict(config))
+    tensors = {checkpoint_names(k)[0]: torch.randn_like(v) * 0.1 for k, v in model.state_dict().items()}
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path / "model.safetensors"), metadata={"format": "pt"})
+    (path / "config.json").write_text(json.dumps(config))
+    if tokenizer is not None:
+        tokenizer.save(path / "tokenizer.json")
+    return path
+
+
+@pytest.fixture(params=["clover", "gemma"])
+def family(request):
+    return request.param
+
+
+@pytest.fixture
+def saved(family, tmp_path, toy_tokenizer):
+    if family == "gemma":
+        return save_gemma(tmp_path / "gemma", toy_tokenizer)
+    return save_model(tiny_model(toy_tokenizer), tmp_path / "clover")
+
+
+def edit_config(path: Path, **changes):
+    config = json.loads((path / "config.json").read_text())
+    (config.get("text_config") or config).update(changes)
+    (path / "config.json").write_text(json.dumps(config))
+
+
+def replace_tensor(path: Path, make):
+    """Replace the checkpoint's first norm weight by make(tensor); returns its name."""
+    tensors = dict(load_file(path / "model.safetensors"))
+    name = next(k for k in sorted(tensors) if k.endswith("norm.weight"))
+    tensors[name] = make(tensors[name])
+    save_file(tensors, str(path / "model.safetensors"))
+    return name
+
+
+def test_both_families_load(saved):
+    assert load_model(saved).source == str(saved)
+
+
+@pytest.mark.parametrize("cut", ["header length", "header", "data", "last byte"])
+def test_truncated_weights_name_the_file(saved, cut):
+    data = (saved / "model.safetensors").read_bytes()
+    header = 8 + int.from_bytes(data[:8], "little")
+    keep = {"header length": 5, "header": header // 2, "data": (header + len(data)) // 2, "last byte": len(data) - 1}
+    (saved / "model.safetensors").write_bytes(data[:keep[cut]])
+    with pytest.raises(CheckpointError, match=re.escape(str(saved / "model.safetensors"))):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("damage", ["header bytes", "header length", "zeros"])
+def test_corrupt_weights_name_the_file(saved, damage):
+    data = bytearray((saved / "model.safetensors").read_bytes())
+    if damage == "header bytes":
+        data[8:40] = b"\xff" * 32
+    elif damage == "header length":
+        data[:8] = (1 << 40).to_bytes(8, "little")
+    else:
+        data[:] = bytes(len(data))
+    (saved / "model.safetensors").write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="model.safetensors: not a readable safetensors file"):
+        load_model(saved)
+
+
+def test_a_tensor_of_the_wrong_shape_is_named_with_its_file(saved):
+    name = replace_tensor(saved, lambda t: torch.zeros(t.shape[0] + 1))
+    with pytest.raises(CheckpointError, match=rf"model.safetensors: tensor {re.escape(name)} has shape"):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.bool])
+def test_a_tensor_of_the_wrong_dtype_is_named_with_its_file(saved, dtype):
+    name = replace_tensor(saved, lambda t: t.to(dtype))
+    short = str(dtype).removeprefix("torch.")
+    with pytest.raises(CheckpointError, match=rf"model.safetensors: tensor {re.escape(name)} has dtype {short}"):
+        load_model(saved)
+
+
+def test_a_config_that_does_not_match_the_weights(saved):
+    edit_config(saved, hidden_size=64)
+    with pytest.raises(CheckpointError, match=r"model.safetensors: tensor \S+ has shape .* config.json implies"):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("key, value", [("hidden_size", "48"), ("num_experts", 2.5), ("vocab_size", None)])
+def test_a_config_value_of_the_wrong_type(saved, key, value):
+    edit_config(saved, **{key: value})
+    with pytest.raises(CheckpointError, match=re.escape(str(saved))):
+        load_model(saved)
+
+
+def test_a_tokenizer_larger_than_the_vocabulary(saved, family):
+    edit_config(saved, vocab_size=100)    # the toy tokenizer has 105 tokens
+    with pytest.raises(CheckpointError, match="tokenizer.json has 105 tokens but config.json vocab_size is 100"):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("name, text", [("tokenizer.json", "{}"), ("tokenizer_config.json", "{not json"),
+                                        ("tokenizer_config.json", '{"mask_token": {"id": 3}}')])
+def test_an_unreadable_tokenizer_file(saved, name, text):
+    (saved / name).write_text(text)
+    with pytest.raises(CheckpointError, match=re.escape(str(saved / name))):
+        load_model(saved)
+
+
+def test_a_tokenizer_whose_mask_token_is_not_the_configs(tmp_path, toy_tokenizer, make_toy_tokenizer):
+    path = save_model(tiny_model(toy_tokenizer), tmp_path)
+    other = make_toy_tokenizer(["<|endoftext|>", "<|pad|>", "<|mask|>"])   # mask and pad swapped
+    other.save(path / "tokenizer.json")
+    with pytest.raises(CheckpointError, match=r"tokenizer.json: its mask token is id 104, but config.json says "
+                                              r"mask_token_id=103: the tokenizer belongs to another model"):
+        load_model(path)
+
+
+def test_a_token_id_outside_the_vocabulary(saved, family):
+    key = "mask_token_id" if family == "clover" else "pad_token_id"
+    edit_config(saved, **{key: 500})
+    with pytest.raises(CheckpointError, match=rf"config.json: {key}=500 is outside the vocabulary of \d+"):
+        load_model(saved)
+
+
+def test_a_model_without_tokenizer_loads_and_extraction_names_the_missing_file(tmp_path, toy_tokenizer):
+    path = save_model(tiny_model(toy_tokenizer), tmp_path)
+    (path / "tokenizer.json").unlink()
+    model = load_model(path)
+    with pytest.raises(CheckpointError, match=re.escape(str(path / "tokenizer.json")) + ": no tokenizer"):
+        extract("x", {"type": "object", "properties": {"a": {"type": "boolean"}}}, model=model)
+
+
+def test_experts_beyond_the_config_are_unexpected(tmp_path, toy_tokenizer):
+    path = save_model(tiny_model(toy_tokenizer), tmp_path, layout="per_expert")
+    tensors = dict(load_file(path / "model.safetensors"))
+    up = tensors["model.layers.0.mlp.experts.0.up_proj.weight"]
+    extra = {"model.layers.0.mlp.experts.4.up_proj.weight": up.clone(),   # the config says 4 experts
+             "model.layers.9.mlp.experts.0.up_proj.weight": up.clone()}   # and 4 layers
+    for name, t in extra.items():
+        save_file({**tensors, name: t}, str(path / "model.safetensors"))
+        with pytest.raises(CheckpointError, match=rf"unexpected tensors \['{re.escape(name)}'\]"):
+            load_model(path)
+    tensors["model.layers.1.mlp.experts.2.down_proj.weight"] = torch.zeros(3, 3)
+    save_file(tensors, str(path / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=r"tensor model.layers.1.mlp.experts.2.down_proj.weight has shape \(3, 3\)"):
+        load_model(path)
+
+
+def test_shards_are_files_beside_the_index_and_hold_a_tensor_once(tmp_path, toy_tokenizer):
+    path = save_model(tiny_model(toy_tokenizer), tmp_path, max_shard_bytes=4096)
+    index = json.loads((path / "model.safetensors.index.json").read_text())
+    first = next(iter(index["weight_map"]))
+    (path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {**index["weight_map"],
+                                                                                  first: "../outside.safetensors"}}))
+    with pytest.raises(CheckpointError, match="lists '../outside.safetensors', which is not a file name in"):
+        load_model(path)
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    shards = sorted(path.glob("model-*.safetensors"))
+    a, b = dict(load_file(shards[0])), dict(load_file(shards[1]))
+    save_file({**b, next(iter(a)): next(iter(a.values()))}, str(shards[1]))
+    with pytest.raises(CheckpointError, match=f"tensor {re.escape(next(iter(a)))} is also in {shards[0].name}"):
+        load_model(path)
+
+
+def every_kind(tmp_path, tokenizer):
+    """A directory of each kind load_model reads: Clover fused, per-expert, sharded, tied; DiffusionGemma;
+    the embedded clover-mini."""
+    model = tiny_model(tokenizer)
+    dirs = [save_model(model, tmp_path / "fused"), save_model(model, tmp_path / "experts", layout="per_expert"),
+            save_model(model, tmp_path / "shards", max_shard_bytes=4096), save_gemma(tmp_path / "gemma", tokenizer)]
+    model.config.tie_word_embeddings = True
+    dirs.append(save_model(model, tmp_path / "tied"))
+    return dirs + [Path(clover_struct.__file__).parent / "models" / "clover-mini"]
+
+
+def test_loading_never_unpickles(tmp_path, toy_tokenizer, monkeypatch):
+    dirs = every_kind(tmp_path, toy_tokenizer)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("something tried to unpickle")
+    for owner, name in [(pickle, "load"), (pickle, "loads"), (pickle, "Unpickler"), (torch, "load"),
+                        (torch.serialization, "load"), (np, "load")]:
+        monkeypatch.setattr(owner, name, refuse)
+    for path in dirs:
+        load_model(path)
+
+
+def test_the_package_has_no_unpickling_code():
+    root = Path(clover_struct.__file__).parent
+    code = re.compile(r"\bimport pickle\b|\bfrom pickle\b|pickle\.loads?\(|torch\.load\(|Unpickler|"
+                      r"allow_pickle=True|weights_only=False|\bimport dill\b|\bjoblib\b")
+    hits = [f"{f.relative_to(root)}:{n}" for f in root.rglob("*.py")
+            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if code.search(line)]
+    assert hits == []
+
+
+def test_loading_and_extracting_never_open_a_socket(tmp_path, toy_tokenizer, monkeypatch):
+    dirs = every_kind(tmp_path, toy_tokenizer)
+
+    class NoSocket(socket.socket):
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("something tried to open a socket")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("something tried to reach the network")
+    monkeypatch.setattr(socket, "socket", NoSocket)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    models = [load_model(path) for path in dirs]
+    schema = {"type": "object", "properties": {"kind": {"enum": ["circle", "polygon"]}}, "required": ["kind"]}
+    assert set(extract("a circle", schema, model=models[0])) == {"kind"}
+    assert set(extract("a circle", schema, model=models[-1])) == {"kind"}
+
+
+@pytest.mark.parametrize("path, options, message", [
+    (123, {}, "takes the path of a model directory, not a int"),
+    (None, {"dtype": torch.int8}, "not a floating-point torch dtype"),
+    (None, {"dtype": "int8"}, "not a floating-point torch dtype"),
+    (None, {"dtype": 5}, "not a floating-point torch dtype"),
+])
+def test_load_model_arguments_are_usage_errors(path, options, message):
+    with pytest.raises(clover_struct.UsageError, match=message):
+        load_model(path, **options)
+
+
+def test_a_dtype_may_be_named():
+    assert load_model(dtype="bfloat16").lm_head.weight.dtype == torch.bfloat16

@@ -1,0 +1,223 @@
+"""The API's boundary: every user mistake is a CloverError that says what to pass; a failure
+while decoding one record is that record's ExtractionError and never its neighbours'; calls
+from several threads on one model give what sequential calls give."""
+
+import threading
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+import clover_struct.api as api
+from clover_struct import (CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError,
+                           decide, extract, extract_many, implies, load_model)
+from clover_struct.schemas.airspace import NoFlyZone
+from clover_struct.schemas.notam import Notam
+from tiny_models import tiny_model
+
+
+class Zone(BaseModel):
+    name: str = Field(max_length=6)
+    kind: Literal["circle", "polygon"]
+
+
+class Triage(BaseModel):
+    urgent: bool
+    escalate: bool
+    lane: Literal["left", "right", "hold"]
+
+
+@pytest.fixture(scope="module")
+def model(toy_tokenizer):
+    return tiny_model(toy_tokenizer, block_size=256, std=0.5)
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    return load_model()
+
+
+MISTAKES = [   # (call, error class, what the message must say)
+    (lambda m: extract_many("one text", Zone, model=m), UsageError, r"list of texts.*extract\(text, schema\)"),
+    (lambda m: extract_many(5, Zone, model=m), UsageError, "list of texts, not a int"),
+    (lambda m: extract("x", "Zone", model=m), UsageError, "no such JSON Schema file; pass a pydantic model class"),
+    (lambda m: extract("x", Zone(name="a", kind="circle"), model=m), UsageError, "the class Zone itself"),
+    (lambda m: extract("x", {"type": "object", "properties": {"a": True}}, model=m), SchemaError, "field `"),
+    (lambda m: extract("x", Zone, model="/models/x"), UsageError, r"load_model\('/models/x'\)"),
+    (lambda m: extract_many(["x"], Zone, model=m, batch_size=0), UsageError, "batch_size.*at least 1"),
+    (lambda m: extract("x", Zone, model=m, threshold=2), UsageError, "between 0 and 1"),
+    (lambda m: extract("x", Zone, model=m, threshold=float("nan")), UsageError, "between 0 and 1"),
+    (lambda m: extract("x", Zone, model=m, temperature=-1), UsageError, "temperature must be 0"),
+    (lambda m: extract("x", Zone, model=m, seed="a"), UsageError, "seed must be a whole number"),
+    (lambda m: extract("x", Zone, model=m, max_tokens=0), UsageError, "max_tokens.*at least 1"),
+    (lambda m: extract("x", Zone, model=m, treshold=0.5), UsageError, "no option `treshold`; did you mean `threshold`"),
+    (lambda m: extract("x", Zone, model=m, known=["name"]), UsageError, "known= takes a dict"),
+    (lambda m: extract("x", Zone, model=m, known={"nmae": "a"}), UsageError, "no field `nmae`; did you mean `name`"),
+    (lambda m: extract("x", Zone, model=m, known={"kind": object()}), UsageError, "`kind`"),
+    (lambda m: extract_many(["x", "y"], Zone, model=m, known=[{}]), UsageError, r"one dict \(or None\) per text"),
+    (lambda m: extract_many(["x", "y"], Zone, model=m, known={"kind": "circle"}), UsageError, r"\[known\] \* len"),
+    (lambda m: extract(None, Zone, model=m), ExtractionError, "of type NoneType, not str"),
+    (lambda m: extract(b"bytes", Zone, model=m), ExtractionError, "decode bytes first"),
+    (lambda m: extract("ab\ud800cd", Zone, model=m), ExtractionError, "lone surrogate"),
+    (lambda m: decide("x", Triage, model=m, known={"urgnt": True}), UsageError, "did you mean `urgent`"),
+    (lambda m: decide("x", Triage, model=m, known=[True]), UsageError, "known= takes a dict"),
+    (lambda m: decide("x", Triage, model=m, rules=[implies("urgnet", "escalate")]), UsageError,
+     "rule `urgnet implies escalate`: the schema has no field `urgnet`; did you mean `urgent`"),
+    (lambda m: decide("x", Triage, model=m, rules=[implies("urgent", "lane=up")]), UsageError,
+     r"`lane` has no value 'up'; its values are \['left', 'right', 'hold'\]"),
+    (lambda m: decide("x", Triage, model=m, rules=[implies("lane", "urgent")]), UsageError,
+     "`lane` is not a bool field; name one of its values, such as `lane=left`"),
+    (lambda m: decide("x", Triage, model=m, rules=implies("urgent", "escalate")), UsageError, "list of rules"),
+    (lambda m: decide("x", Triage, model=m, rules=["urgent"]), UsageError, "no rule"),
+    (lambda m: decide("x", Triage, model=m, rules=[lambda r: 1 / 0]), UsageError, "raised ZeroDivisionError"),
+    (lambda m: decide("x", Triage, model="dir"), UsageError, "takes a loaded model"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", MISTAKES)
+def test_every_user_mistake_is_a_clover_error_that_says_what_to_pass(model, call, error, message):
+    with pytest.raises(error, match=message):
+        call(model)
+
+
+def test_known_takes_the_paths_users_write_and_a_wrong_one_lists_the_close_matches(model, monkeypatch):
+    seen = []
+    decode = api.decode
+    monkeypatch.setattr(api, "decode", lambda *a, **k: seen.append(k["known"]) or decode(*a, **k))
+    known = {"area.radius_unit": "M", "area.center.lat": "3112N"}
+    value = extract_many(["No drones within 800 M of 3112N12128E"], NoFlyZone, model=model, known=[known])[0]
+    canvas = api.prepare(NoFlyZone, model)[1]
+    paths = {canvas.slots[i].path: canvas.tokenizer.decode(ids).strip('"') for i, ids in seen[0][0].items()}
+    assert paths == {"area<circle>.radius_unit": "M", "area<circle>.center.lat": "3112N"}
+    if not isinstance(value, ExtractionError):
+        assert (value.area.radius_unit, value.area.center.lat) == ("M", "3112N")
+    with pytest.raises(UsageError) as e:
+        extract("x", NoFlyZone, model=model, known={"area.radius_units": "M"})
+    message = str(e.value)
+    assert "did you mean `area.radius_unit`" in message and message.count("`") <= 10   # not every path
+    with pytest.raises(UsageError, match="`area.vertices.lat`.*did you mean"):
+        extract("x", NoFlyZone, model=model, known={"area.vertices.lat": "3112N"})
+
+
+def test_decide_takes_known_paths_and_enum_values(model):
+    answer = decide("smoke in the cabin", Triage, model=model, known={"urgent": True, "lane": "left"},
+                    rules=[implies("urgent", "escalate")])
+    assert answer.urgent and answer.escalate and answer.lane == "left"
+
+
+@pytest.mark.parametrize("text", ["hello world", "a1234/26 notamn\nq) egtt/qrdca/iv/bo/w/000/050/5130n00045w005",
+                                  "禁止无人机飞行 半径 500 米", "\u202eA1234/26\u202c NOTAMN \ufeff"])
+def test_texts_with_no_piece_of_a_pattern_decode_to_a_record_or_its_error(embedded, text):
+    # each of these raised IndexError inside the verbatim look-ahead (verbatim.py)
+    try:
+        assert isinstance(extract(text, Notam, model=embedded), Notam)
+    except ExtractionError as e:
+        assert not isinstance(e, InternalError), e.__cause__
+
+
+def _poisoned(monkeypatch, name, fail):
+    """api.<name> raising RuntimeError whenever `fail(args)` says so; returns the call log."""
+    calls, real = [], getattr(api, name)
+
+    def wrapped(*args, **kwargs):
+        calls.append(args)
+        if fail(args):
+            raise RuntimeError("poisoned")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(api, name, wrapped)
+    return calls
+
+
+def test_a_batch_that_fails_is_decoded_again_record_by_record(model, monkeypatch):
+    texts = ["zone alpha", "POISON here", "zone gamma", "zone delta"]
+    clean = extract_many(texts, Zone, model=model, batch_size=4)
+    poison = model.tokenizer.encode("POISON")
+    has_poison = lambda args: any(str(poison)[1:-1] in str(p) for p in args[1])   # noqa: E731
+    calls = _poisoned(monkeypatch, "decode", has_poison)
+    got = extract_many(texts, Zone, model=model, batch_size=4)
+    assert [len(c[1]) for c in calls] == [4, 1, 1, 1, 1]       # the batch, then each record alone
+    assert got[0] == clean[0] and got[2:] == clean[2:]
+    assert isinstance(got[1], InternalError) and "decoding failed (RuntimeError: poisoned)" in str(got[1])
+    assert isinstance(got[1].__cause__, RuntimeError)
+    with pytest.raises(InternalError, match="poisoned") as e:
+        extract("POISON", Zone, model=model)
+    assert isinstance(e.value.__cause__, RuntimeError)
+
+
+@pytest.mark.parametrize("stage, message", [("for_text", "reading the text's pieces"),
+                                            ("finish", "validating the decoded record")])
+def test_a_failure_in_any_stage_stays_with_its_record(model, monkeypatch, stage, message):
+    texts = ["zone alpha", "zone beta", "zone gamma"]
+    clean = extract_many(texts, Zone, model=model, trace=True)
+    count = [0]
+
+    def second(args):
+        count[0] += 1
+        return count[0] == 2
+    _poisoned(monkeypatch, stage, second)
+    got = extract_many(texts, Zone, model=model, trace=True)
+    assert [got[n][0] for n in (0, 2)] == [clean[n][0] for n in (0, 2)]
+    assert [got[n][1].steps for n in (0, 2)] == [clean[n][1].steps for n in (0, 2)]
+    assert isinstance(got[1][0], InternalError) and message in str(got[1][0])
+
+
+@pytest.mark.parametrize("stage, error", [("decode", UsageError), ("prompt_ids", CheckpointError)])
+def test_a_mistake_in_the_call_or_the_model_is_not_made_a_record_error(model, monkeypatch, stage, error):
+    def wrong(*args, **kwargs):
+        raise error("the call is wrong")   # as a chat template without jinja2 installed
+    monkeypatch.setattr(api, stage, wrong)
+    with pytest.raises(error, match="the call is wrong"):
+        extract_many(["a", "b"], Zone, model=model)
+
+
+def test_a_schema_walk_failure_is_a_schema_error(model, monkeypatch):
+    def broken(*args, **kwargs):
+        raise TypeError("argument of type 'bool' is not iterable")
+    monkeypatch.setattr(api, "build_canvas", broken)
+    with pytest.raises(SchemaError, match="could not be laid out.*TypeError") as e:
+        extract("x", Zone, model=model)
+    assert isinstance(e.value.__cause__, TypeError)
+
+
+def test_threads_on_one_model_give_the_sequential_results_one_call_at_a_time(model, monkeypatch):
+    texts = [f"zone {chr(97 + i) * (1 + i % 3)} number {i}" for i in range(8)]
+    sequential = [extract(t, Zone, model=model) for t in texts]
+    inside, most, guard, step = [0], [0], threading.Lock(), model.step
+
+    def counted(*args, **kwargs):
+        with guard:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            threading.Event().wait(0.002)   # long enough for another thread to come in, were it let in
+            return step(*args, **kwargs)
+        finally:
+            with guard:
+                inside[0] -= 1
+    monkeypatch.setattr(model, "step", counted)
+    got = [None] * len(texts)
+
+    def work(n):
+        try:
+            got[n] = extract(texts[n], Zone, model=model)
+        except CloverError as e:
+            got[n] = e
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(len(texts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == sequential
+    assert most[0] == 1   # the model is never run by two threads at once
+
+
+def test_a_truncated_text_binds_verbatim_fields_to_the_part_the_model_sees(toy_tokenizer, monkeypatch):
+    model = tiny_model(toy_tokenizer, block_size=64, max_position_embeddings=256)
+    seen, for_text = [], api.for_text
+    monkeypatch.setattr(api, "for_text", lambda automata, text, tok: seen.append(text) or for_text(automata, text, tok))
+    text = "zone near the harbour " * 40 + "TAIL9"
+    with pytest.raises(ExtractionError, match="pass truncate=True"):
+        extract(text, Zone, model=model)
+    value = extract_many([text], Zone, model=model, truncate=True)[0]
+    assert isinstance(value, (Zone, ExtractionError))
+    assert text.startswith(seen[0]) and 0 < len(seen[0]) < len(text) and "TAIL9" not in seen[0]

@@ -1,0 +1,201 @@
+"""`clover-struct extract` accounts for every input whatever it holds, keeps one run per
+output, stops cleanly on SIGINT/SIGTERM and resumes to exactly what an uninterrupted run
+writes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import clover_struct.api as api
+from clover_struct import batch_io, cli
+from test_cli import lines, model_dir, run, schema_file  # noqa: F401  (fixtures)
+
+
+def feed_of(path, n, broken=()):
+    rows = [json.dumps({"text": f"notice {i}: zone {chr(97 + i % 26) * (1 + i % 4)}"}) for i in range(n)]
+    for i in broken:
+        rows[i] = "{broken"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_help_says_what_the_exit_codes_mean(capsys):
+    assert run("extract", "--help") == 0
+    out = capsys.readouterr().out
+    for code, words in (("0", "every input was extracted"), ("1", "some inputs failed"), ("2", "could not start"),
+                        ("130", "SIGINT"), ("143", "SIGTERM")):
+        assert any(line.strip().startswith(code) and words in line for line in out.splitlines()), code
+
+
+def test_a_record_whose_decoding_fails_is_an_error_row_and_its_neighbours_are_written(
+        tmp_path, model_dir, schema_file, monkeypatch, capsys):
+    feed = feed_of(tmp_path / "feed.jsonl", 6)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "ref.jsonl") == 0
+    capsys.readouterr()
+    decode, poison = api.decode, json.loads(feed.read_text().splitlines()[2])["text"]
+
+    def poisoned(model, prompts, *args, **kwargs):
+        if any(poison in model.tokenizer.decode(p) for p in prompts):
+            raise IndexError("only integers, slices ... are valid indices")
+        return decode(model, prompts, *args, **kwargs)
+    monkeypatch.setattr(api, "decode", poisoned)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "o.jsonl") == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "5 succeeded, 1 failed" in err
+    assert lines(tmp_path / "o.jsonl") == [r for r in lines(tmp_path / "ref.jsonl") if not r["source"].endswith(":3")]
+    [row] = lines(tmp_path / "o.errors.jsonl")
+    assert row["source"].endswith(":3") and "IndexError" in row["error"]
+
+
+def test_a_batch_that_fails_as_a_whole_is_run_again_record_by_record(tmp_path, model_dir, schema_file,
+                                                                     monkeypatch, capsys):
+    feed = feed_of(tmp_path / "feed.jsonl", 5)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "ref.jsonl") == 0
+    real, calls = api.extract_many, []
+
+    def flaky(texts, schema, **kwargs):
+        calls.append(len(texts))
+        if len(texts) > 1 or "notice 1:" in texts[0]:
+            raise MemoryError("out of memory")
+        return real(texts, schema, **kwargs)
+    monkeypatch.setattr(api, "extract_many", flaky)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "o.jsonl",
+               "--batch-size", 5) == 1
+    assert calls == [5, 1, 1, 1, 1, 1]
+    assert lines(tmp_path / "o.jsonl") == [r for r in lines(tmp_path / "ref.jsonl") if not r["source"].endswith(":2")]
+    assert "MemoryError: out of memory" in lines(tmp_path / "o.errors.jsonl")[0]["error"]
+
+
+def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, schema_file, monkeypatch):
+    monkeypatch.setattr(batch_io, "MAX_TEXT_BYTES", 2000)
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "utf16.txt").write_bytes("zone délta".encode("utf-16"))
+    (d / "bom.txt").write_bytes(b"\xef\xbb\xbfzone bom")
+    (d / "huge.txt").write_bytes(b"x" * 5000)
+    (d / "latin1.txt").write_bytes("café zone".encode("latin-1"))
+    (d / "nul.md").write_bytes(b"zone\0zone")
+    (d / "deep.jsonl").write_text("[" * 1500 + "\n")
+    (d / "lines.jsonl").write_bytes(b'{"text": "zone one"}\n' + b'{"text": "' + b"y" * 3000 + b'"}\n'
+                                    + b'{"text": "lone \\ud800 surrogate"}\n{"text": "zone two"}')
+    os.mkfifo(d / "pipe.txt")
+    name = os.fsdecode(b"caf\xe9.txt")   # a file name that is not UTF-8
+    (d / name).write_text("zone cafe")
+    out = tmp_path / "out.jsonl"
+    assert run("extract", d, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 1
+    got = {r["source"].removeprefix(str(d) + "/") for r in lines(out)}
+    errors = {e["source"].removeprefix(str(d) + "/"): e["error"] for e in lines(tmp_path / "out.errors.jsonl")}
+    assert got == {"utf16.txt", "bom.txt", "lines.jsonl:1", "lines.jsonl:4", name}
+    assert set(errors) == {"huge.txt", "latin1.txt", "nul.md", "deep.jsonl:1", "lines.jsonl:2", "lines.jsonl:3",
+                           "pipe.txt"}
+    for source, words in {"huge.txt": "not read", "latin1.txt": "not UTF-8", "nul.md": "NUL", "pipe.txt": "regular file",
+                          "deep.jsonl:1": "invalid JSON", "lines.jsonl:2": "split it",
+                          "lines.jsonl:3": "lone surrogate"}.items():
+        assert words in errors[source], (source, errors[source])
+    assert run("extract", d, "--schema", schema_file, "--model", model_dir, "-o", out, "--resume") == 1
+    assert len(lines(out)) == 5 and len(lines(tmp_path / "out.errors.jsonl")) == 7   # the odd name read back too
+
+
+def test_a_second_run_on_the_same_output_refuses_and_the_lock_goes_with_the_run(tmp_path, model_dir, schema_file,
+                                                                                 monkeypatch, capsys):
+    feed, out = feed_of(tmp_path / "feed.jsonl", 2), tmp_path / "out.jsonl"
+    argv = ["extract", feed, "--schema", schema_file, "--model", model_dir, "-o", out]
+    with batch_io.OutputLock(out):
+        assert run(*argv) == 2
+        err = capsys.readouterr().err
+        assert f"another clover-struct run (pid {os.getpid()}) is writing it" in err and len(err.splitlines()) == 1
+        assert not out.exists()               # refused before it touched anything
+    assert run(*argv) == 0 and len(lines(out)) == 2
+    assert not (tmp_path / "out.jsonl.lock").exists()
+    monkeypatch.setattr(batch_io, "fcntl", None)   # where there is no flock: a file created exclusively
+    with batch_io.OutputLock(out):
+        assert run(*argv) == 2
+        assert "delete" in capsys.readouterr().err
+    assert run(*argv) == 0
+
+
+@pytest.mark.parametrize("damage", [b'{"source": "x", "rec', b"\0" * 37 + b"\n"])
+def test_a_torn_last_line_is_cut_away_on_resume(tmp_path, model_dir, schema_file, damage):
+    feed = feed_of(tmp_path / "feed.jsonl", 4)
+    argv = ["extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "o.jsonl", "--quiet"]
+    assert run(*argv) == 0
+    ref = (tmp_path / "o.jsonl").read_bytes()
+    (tmp_path / "o.jsonl").write_bytes(ref[:ref.index(b"\n") + 1] + damage)   # a power cut after the first line
+    assert run(*argv, "--resume") == 0
+    assert (tmp_path / "o.jsonl").read_bytes() == ref
+
+
+def test_a_line_that_is_not_ours_stops_a_resume(tmp_path, model_dir, schema_file, capsys):
+    feed = feed_of(tmp_path / "feed.jsonl", 2)
+    (tmp_path / "o.jsonl").write_text('{"not": "ours"}\n{"source": "x", "record": {}}\n')
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "o.jsonl",
+               "--resume") == 2
+    assert "o.jsonl:1: not a line clover-struct wrote" in capsys.readouterr().err
+    assert (tmp_path / "o.jsonl").read_text().count("\n") == 2   # left as it was
+
+
+def test_setup_failures_are_one_line(tmp_path, model_dir, schema_file, monkeypatch, capsys):
+    feed = feed_of(tmp_path / "feed.jsonl", 1)
+    (tmp_path / "dir.jsonl").mkdir()
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "dir.jsonl") == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "dir.jsonl" in err
+    (tmp_path / "bool.json").write_text('{"type": "object", "properties": {"a": true}}')
+    assert run("extract", feed, "--schema", tmp_path / "bool.json", "--model", model_dir) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("clover-struct: error: field `")
+
+    def broken(spec):
+        raise RuntimeError("unexpected")
+    monkeypatch.setattr(cli, "load_spec", broken)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "RuntimeError: unexpected; this is a bug" in err
+
+
+def stop_midway(tmp_path, common, out, sig):
+    """Start the CLI as a subprocess, send `sig` once it has written a line; returns (code, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "clover_struct.cli", *common, "-o", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + 120
+    while not (out.exists() and out.read_bytes().count(b"\n") >= 1):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.005)
+    if sig == signal.SIGTERM:   # meanwhile a second run on the same output refuses
+        assert run(*common, "-o", out) == 2
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+def check_stopped_and_resumed(tmp_path, model_dir, schema_file, sig, capsys):
+    feed = feed_of(tmp_path / "feed.jsonl", 60, broken=[5])
+    common = ["extract", str(feed), "--schema", schema_file, "--model", model_dir, "--batch-size", "2", "--quiet"]
+    assert run(*common, "-o", tmp_path / "ref.jsonl") == 1
+    out = tmp_path / "stopped.jsonl"
+    code, err = stop_midway(tmp_path, common, out, sig)
+    assert code == 128 + sig, err
+    assert f"stopped by {sig.name}: run again with --resume" in err and "Traceback" not in err
+    errors = tmp_path / "stopped.errors.jsonl"
+    written = out.read_bytes() + (errors.read_bytes() if errors.exists() else b"")
+    assert written.endswith(b"\n") and written.count(b"\n") % 2 == 0 and written.count(b"\n") < 60   # whole batches
+    assert not (tmp_path / "stopped.jsonl.lock").exists()
+    capsys.readouterr()
+    assert run(*common, "-o", out, "--resume") == 1
+    assert lines(out) == lines(tmp_path / "ref.jsonl")
+    assert lines(tmp_path / "stopped.errors.jsonl") == lines(tmp_path / "ref.errors.jsonl")
+
+
+def test_sigterm_stops_after_the_batch_and_resume_goes_on(tmp_path, model_dir, schema_file, capsys):
+    check_stopped_and_resumed(tmp_path, model_dir, schema_file, signal.SIGTERM, capsys)
+
+
+@pytest.mark.slow
+def test_sigint_stops_after_the_batch_and_resume_goes_on(tmp_path, model_dir, schema_file, capsys):
+    check_stopped_and_resumed(tmp_path, model_dir, schema_file, signal.SIGINT, capsys)

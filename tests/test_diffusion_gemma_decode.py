@@ -1,0 +1,138 @@
+"""extract, extract_many, decide and `clover-struct info` on tiny random DiffusionGemma directories.
+
+The checkpoints are transformers' DiffusionGemmaForBlockDiffusion with random weights, saved as
+safetensors beside a toy tokenizer.json and loaded by our load_model (tiny_models.py). Random
+weights say nothing about quality: these tests check the contract (valid instances, the same
+record for the same seed, the pass budget, the prompt the chat template makes)."""
+
+import json
+from typing import Literal, Optional
+
+import pytest
+from pydantic import BaseModel, Field
+
+from clover_struct import CheckpointError, ExtractionError, cli, decide, extract, extract_many, implies
+from clover_struct.api import prepare, prompt_ids
+from tiny_models import tiny_diffusion_gemma
+
+pytest.importorskip("transformers", reason="transformers is a test extra: pip install -e .[test]")
+
+# A Gemma-style chat template (written for these tests): bos, then turns between turn markers;
+# the assistant's role is "model", and the answer (the canvas) starts after the last marker. Its
+# block tags stand on lines of their own, indented, as transformers' trim_blocks and lstrip_blocks expect.
+GEMMA_STYLE = """{{ bos_token }}{% for message in messages %}
+    {% if message['role'] not in ('user', 'assistant', 'system') %}
+{{ raise_exception('roles are user, assistant and system') }}
+    {% endif %}
+<start_of_turn>{{ 'model' if message['role'] == 'assistant' else message['role'] }}
+{{ message['content'] | trim }}<end_of_turn>
+{% endfor %}
+{% if add_generation_prompt %}
+<start_of_turn>model
+{% endif %}
+"""
+
+
+class Item(BaseModel):
+    a: str = Field(max_length=5)
+    n: Optional[int]
+
+
+class Record(BaseModel):   # 60 canvas tokens: four canvases of 16
+    code: str = Field(pattern=r"^[A-Z]{4}$")
+    items: list[Item] = Field(max_length=3)
+    flag: Literal["yes", "no"]
+
+
+class Triage(BaseModel):
+    urgent: bool
+    lane: Literal["left", "right", "hold"]
+
+
+TEXTS = ["EGTT closed 1200 to 1400", "nothing to see", "ABCD 12 yes, item q 7"]
+
+
+@pytest.fixture(scope="module")
+def model(toy_tokenizer, tmp_path_factory):
+    return tiny_diffusion_gemma(toy_tokenizer, tmp_path_factory.mktemp("dg"), canvas=16, std=0.5, seed=4)
+
+
+def budget(canvas, block_size):
+    return sum(max((min(s.end, e) - max(s.start, b) for s in canvas.slots if s.start < e and b < s.end), default=0)
+               for b, e in canvas.spans(block_size))
+
+
+def test_records_are_valid_and_the_same_for_the_same_seed(model):
+    _, canvas, _ = prepare(Record, model)
+    assert len(canvas.spans(model.config.block_size)) >= 4   # the record spans several canvases
+    runs = [extract_many(TEXTS, Record, model=model, trace=True, seed=seed, temperature=t)
+            for seed, t in [(1, 0.0), (1, 0.0), (2, 0.0), (None, 0.0), (None, 0.0), (3, 0.7), (3, 0.7)]]
+    for run in runs:
+        for value, trace in run:
+            assert isinstance(value, Record), value
+            assert 1 <= trace.forward_passes <= budget(canvas, model.config.block_size)
+    same = [[(v, t.forward_passes, t.tokens_per_step) for v, t in run] for run in runs]
+    assert same[0] == same[1] and same[3] == same[4] and same[5] == same[6]
+    assert same[0] != same[2], "another seed, other noise: some record or step should differ"
+
+
+def test_extract_and_decide_work_unchanged(model):
+    zone = extract(TEXTS[0], Record, model=model)
+    assert isinstance(zone, Record)
+    answer = decide("Smoke in the cabin.", Triage, model=model, rules=[implies("urgent", "lane=left")])
+    assert isinstance(answer, Triage) and (not answer.urgent or answer.lane == "left")
+    assert decide("Smoke in the cabin.", Triage, model=model) == decide("Smoke in the cabin.", Triage, model=model)
+    with pytest.raises(ExtractionError, match="empty"):
+        extract("  ", Record, model=model)
+
+
+def test_a_gemma_style_chat_template_frames_the_prompt(make_toy_tokenizer, tmp_path):
+    """The prompt is the template rendered exactly as transformers' apply_chat_template renders it
+    (bos by name, block whitespace trimmed), ending where the model's turn (the canvas) begins."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok = make_toy_tokenizer(["<|endoftext|>", "<|mask|>", "<|pad|>", "<bos>", "<start_of_turn>", "<end_of_turn>"])
+    gemma = tiny_diffusion_gemma(tok, tmp_path, canvas=16, std=0.5, chat_template=GEMMA_STYLE)
+    assert gemma.tokenizer.chat_template == GEMMA_STYLE and gemma.tokenizer.bos_id == tok.token_to_id("<bos>")
+    _, canvas, _ = prepare(Record, gemma)
+
+    rendered = []
+
+    class Recording:   # the checkpoint's tokenizer, keeping the text it is asked to encode
+        def __getattr__(self, name):
+            return getattr(gemma.tokenizer, name)
+
+        def encode(self, text):
+            rendered.append(text)
+            return gemma.tokenizer.encode(text)
+
+    ids = prompt_ids(Recording(), "EGTT closed", canvas)
+    theirs = PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"), bos_token="<bos>",
+                                     chat_template=GEMMA_STYLE)
+    instruction = rendered[0].split("<start_of_turn>user\n")[1].split("<end_of_turn>")[0]
+    assert instruction.startswith("Extract a Record record from the text below") and instruction.endswith(
+        "Text:\nEGTT closed") and json.dumps(canvas.schema, separators=(",", ":")) in instruction
+    assert rendered[0] == theirs.apply_chat_template([{"role": "user", "content": instruction}], tokenize=False,
+                                                     add_generation_prompt=True)
+    assert rendered[0] == f"<bos><start_of_turn>user\n{instruction}<end_of_turn>\n<start_of_turn>model\n"
+    assert ids[0] == tok.token_to_id("<bos>") and ids[-6:] == [tok.token_to_id("<start_of_turn>"), *tok.encode("model")]
+    assert isinstance(extract("EGTT closed", Record, model=gemma), Record)
+
+
+@pytest.mark.parametrize("template,why", [("{% for m in messages %}", "does not render: Unexpected end"),
+                                          ("{{ raise_exception('no system turn') }}", "refused the prompt: no system")])
+def test_a_template_that_fails_is_a_checkpoint_error(model, monkeypatch, template, why):
+    monkeypatch.setattr(model.tokenizer, "chat_template", template)
+    with pytest.raises(CheckpointError, match=why):
+        extract(TEXTS[0], Record, model=model)
+
+
+@pytest.mark.filterwarnings("ignore:.*the vision tower is ignored")
+def test_info_names_the_family_canvas_parameters_and_dtype(model, capsys):
+    assert cli.main(["info", "--model", str(model.source)]) == 0
+    out = {k: v.strip() for k, v in (line.split(":", 1) for line in capsys.readouterr().out.splitlines())}
+    assert out["family"] == "diffusion_gemma (uniform noise, self-conditioning)"
+    assert out["block size"] == "16 (the canvas length)" and out["dtype"] == "float32 on cpu"
+    assert out["parameters"] == f"{sum(p.numel() for p in model.parameters()):,}"
+    assert out["layers"] == "2: 1 sliding_attention (window 16), 1 full_attention (global)  [SA]"
+    assert out["experts"].startswith("4, top-2 per token") and out["mask id"] == "None"
