@@ -23,6 +23,7 @@ INT_DIGITS = 12             # digits of an integer not bounded on both sides
 FLOAT_INT_DIGITS = 9        # integer digits of such a float
 FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in degrees)
 
+WIDE_REPEAT = 8             # a user's {m,n} wider than this is written {m,} (see content_pattern)
 STRING_TOKENS_CAP = 128     # most tokens a string slot takes from max_length alone (max_tokens overrides)
 
 SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescaped
@@ -82,6 +83,7 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
         size, length = hi or max(default_tokens, lo), (lo, hi) if lo or hi is not None else None
         if pattern is not None and (width := plain_width(pattern)) is not None:
             size = max(min(size, width), 1)  # no value of the pattern is longer
+            length = (lo, width if hi is None else min(hi, width))   # the counter bounds loosened repeats
     checks += [("min_length", lo)] * (lo > 0) + [("max_length", hi)] * (hi is not None)
     return content, size, length, checks
 
@@ -105,7 +107,10 @@ def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
     else:   # one side open: the default, or more where the bound itself is longer (1e12)
         bound = abs(low if low is not None else high if high is not None else 0)
         digits = max(INT_DIGITS if integer else FLOAT_INT_DIGITS, len(str(int(bound))) + 1)
-    pattern = "-?" * sign + (f"(?:0|[1-9][0-9]{{0,{digits - 1}}})" if digits > 1 else "[0-9]")
+    # past INT_DIGITS the digits go uncounted (outlines-core's index time grows exponentially with
+    # the count: 6 s at 20); the budget bounds them, the bound checks the value
+    counted = f"{{0,{digits - 1}}}" if digits <= INT_DIGITS else "*"
+    pattern = "-?" * sign + (f"(?:0|[1-9][0-9]{counted})" if digits > 1 else "[0-9]")
     size = sign + digits + (not integer) * (1 + FLOAT_FRACTION_DIGITS)
     pattern += "" if integer else rf"(?:\.[0-9]{{1,{FLOAT_FRACTION_DIGITS}}})?"
     return pattern, size, checks
@@ -167,6 +172,9 @@ def _plain(tree) -> bool:
     return True
 
 
+_COUNTED = re.compile(r"\{(\d+),(\d+)\}")
+
+
 def content_pattern(pattern: str, path: str) -> str:
     """A `pattern` over the unescaped string, as a regex over the JSON text of the string.
 
@@ -174,6 +182,11 @@ def content_pattern(pattern: str, path: str) -> str:
     unescaped plus the escapes of the others; literal quotes, backslashes and
     `\\n \\r \\t` become their escapes. So whatever the slot writes matches the pattern
     once unescaped. An unanchored side gets `CHAR*`, as pydantic's pattern is a search.
+
+    A counted repeat wider than WIDE_REPEAT (`[a-z][a-z0-9_]{0,63}`) is written `{m,}`:
+    outlines-core's index takes time exponential in the width of such a repeat after an
+    overlapping class (minutes at 63). The slot's character counter then bounds a plain
+    pattern's length (string_content), and the final check (validation.py) the rest.
     """
     head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
     p, out, i = pattern[head:len(pattern) - tail], [], 0
@@ -186,6 +199,9 @@ def content_pattern(pattern: str, path: str) -> str:
             out.append(_atom(p[i:j], p[i:j]))
         elif c == "\\":
             out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\"}.get(e, p[i:j]))
+        elif c == "{" and (m := _COUNTED.match(p, i)) and int(m[2]) - int(m[1]) > WIDE_REPEAT:
+            out.append(f"{{{m[1]},}}")
+            j = m.end()
         elif c == "[":
             j = i + 1 + (p[i + 1:i + 2] == "^")
             j += p[j:j + 1] == "]"

@@ -3,8 +3,10 @@
 A value that fails a check no regular expression expresses (numeric bounds, a calendar
 date, a pydantic validator) is replaced by the slot's next-best complete value the model
 ranked (`alternatives`, over the top tokens the decoder remembered per position), then by
-the nearest valid value; a check across fields (a model validator) by the single-field
-change the model finds least unlikely. Knows nothing of models or torch: a Decoded in, a
+the nearest valid value; a check across fields (a model validator, a JSON Schema's rule on
+an object or a list) by the single change the model finds least unlikely (for a JSON Schema,
+leaving out an optional part is one); a list's repeated optional items are dropped for
+uniqueItems. Knows nothing of models or torch: a Decoded in, a
 value out.
 """
 
@@ -74,7 +76,7 @@ def finish(d: Decoded) -> Any:
     """Validate a decoded canvas, falling back to next-best values for fields that fail."""
     canvas = d.canvas
     tried: set[int] = set()
-    for _ in range(len(canvas.slots) + 1):  # each round repairs a different field
+    for _ in range(2 * len(canvas.slots) + 1):  # each round repairs a different field or drops repeats
         try:
             for i, s in enumerate(canvas.slots):
                 if s.checked and not canvas.is_empty(d.ids, i):
@@ -84,7 +86,10 @@ def finish(d: Decoded) -> Any:
             return canvas.validate(d.ids)
         except ExtractionError as e:
             i = _slot_of(canvas, e.path)
-            if i is None:   # a check across fields (a model validator)
+            if getattr(e, "keyword", None) == "uniqueItems" and (ids := _without_repeats(d, e.path)):
+                d.ids = ids   # a repeated optional item adds nothing: drop it, then check again
+                continue
+            if i is None:   # a check across fields (a model validator, a JSON Schema's object or list)
                 return _repair_record(d, e)
             if i in tried or canvas.slots[i].kind == "choice":
                 raise
@@ -106,11 +111,63 @@ def finish(d: Decoded) -> Any:
     raise ExtractionError("", "could not produce a valid record")
 
 
+def _emptied(canvas, ids, group) -> list[int]:
+    """`ids` with every slot of `group` empty (the group absent)."""
+    ids = list(ids)
+    for i in canvas.groups[group].slots:
+        s = canvas.slots[i]
+        ids[s.start:s.end] = [canvas.pad_id] * (s.end - s.start)
+    return ids
+
+
+def _without_repeats(d: Decoded, path: str) -> list[int] | None:
+    """The ids with each item of the list at `path` that repeats an earlier one dropped if
+    it is optional, else given the next-best value of one of its slots that repeats none
+    and passes the slot's checks; None if nothing changed."""
+    canvas, ids, seen = d.canvas, d.ids, set()
+    for g in canvas.groups:
+        if g.kind != "item" or re.sub(r"\[\d+\]$", "", g.path) != path or not canvas.is_present(ids, g.index):
+            continue
+        key = [canvas.slot_text(ids, i) for i in g.slots]
+        if tuple(key) in seen and not g.required:
+            ids = _emptied(canvas, ids, g.index)
+            continue
+        for k, i in enumerate(g.slots if tuple(key) in seen else ()):
+            s = canvas.slots[i]
+            for _, alt in alternatives(d, i):
+                trial = ids[:s.start] + alt + ids[s.end:]
+                text = canvas.slot_text(trial, i)
+                try:
+                    if (*key[:k], text, *key[k + 1:]) in seen or s.violation(s.value(text)):
+                        continue
+                except ExtractionError:
+                    continue
+                ids, key[k] = trial, text
+                break
+            else:
+                continue
+            break
+        seen.add(tuple(key))
+    return ids if ids is not d.ids else None
+
+
 def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: int = 1024) -> Any:
-    """A check across fields failed: make the single-field change the model finds least
-    unlikely (its cost over the decoded value's) that gives a valid record, or re-raise.
-    Candidates: values of written slots made of tokens the model ranked there."""
+    """A check across fields failed: make the single change the model finds least unlikely
+    (its cost over the decoded record's) that gives a valid record, or re-raise. Candidates:
+    an optional part or list item left out, or a written slot's value made of tokens the
+    model ranked there."""
     canvas, best = d.canvas, None
+    for g in canvas.groups if canvas.model is None else ():   # (a pydantic model's repair is as it was)
+        if g.kind == "variant" or g.required or not canvas.is_present(d.ids, g.index):
+            continue
+        trial = _emptied(canvas, d.ids, g.index)
+        change = sum(cost(d, i, trial[canvas.slots[i].start:canvas.slots[i].end])
+                     - cost(d, i, d.ids[canvas.slots[i].start:canvas.slots[i].end]) for i in g.slots)
+        if best is None or change < best[0]:
+            try:
+                best = (change, trial, canvas.validate(trial))
+            except ExtractionError:
+                pass
     for i, s in enumerate(canvas.slots):
         if canvas.is_empty(d.ids, i):
             continue

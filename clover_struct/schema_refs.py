@@ -151,6 +151,18 @@ class Document:
                     rest = {k: v for k, v in s.items() if k != "type"}
                     s = {"anyOf": [{**rest, "type": t} for t in types], "x-union": "anyOf"}
                 continue
+            if isinstance(s.get("not"), dict) and set(s["not"]) == {"type"} and "type" not in s:
+                banned = s["not"]["type"] if isinstance(s["not"]["type"], list) else [s["not"]["type"]]
+                allowed = [t for t in TYPES if t not in banned and t != "integer" or t == "integer" and
+                           "number" in banned and "integer" not in banned]   # number holds the integers
+                s = {**{k: v for k, v in s.items() if k != "not"}, "type": allowed}
+                continue
+            if "enum" in s and isinstance(s.get("type"), str):
+                kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
+                if not kept:
+                    raise SchemaError(path, f"no value of enum/const {s['enum']!r} is of type {s['type']!r}: no "
+                                            "value satisfies both; fix the type or the values")
+                s = {**s, "enum": kept} if len(kept) < len(s["enum"]) else s
             if s.get("type") == "null":
                 out.nullable = True
             if "enum" in s and None in s["enum"]:
@@ -158,6 +170,18 @@ class Document:
             out.schema = s
             return out
         raise SchemaError(path, "the references here lead only to each other; give the schema a value")
+
+
+TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+
+
+def is_of_type(value, t: str) -> bool:
+    """Whether a JSON value is of JSON Schema type `t` (1.0 is an integer, True is no number)."""
+    if t in ("number", "integer"):
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and (t == "number" or float(value).is_integer()))
+    kinds = {"string": str, "boolean": bool, "object": dict, "array": list, "null": type(None)}
+    return isinstance(value, kinds.get(t, object))
 
 
 def _is_null(s) -> bool:

@@ -25,7 +25,7 @@ from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, number_pattern,
                        string_content)
-from .schema_refs import Document
+from .schema_refs import Document, merge
 from .value_regex import ANY_DEPTH, ValueRegex
 
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
@@ -286,6 +286,13 @@ class Builder:
         prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
         rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)
         least, most = s.get("minItems", 0), s.get("maxItems")
+        if s.get("contains") is not None and s.get("minContains", 1) >= 1 and not prefix and rest is not False:
+            try:   # the first item is one `contains` asks for, by construction (the check counts the rest)
+                prefix = [merge(self.doc.resolve(rest, path, base).schema,
+                                self.doc.resolve(s["contains"], path, base).schema, f"{path}[0]")]
+                least = max(least, 1)
+            except SchemaError:
+                pass   # items and contains do not merge: the final check alone
         if rest is False:
             most = len(prefix) if most is None else min(most, len(prefix))
         open_list = most is None or most > BOUNDED_ITEMS   # a long bound is laid out as an open list's cap

@@ -15,6 +15,18 @@ from typing import Any, Callable
 from .errors import ExtractionError, SchemaError
 
 
+class SchemaRejects(ExtractionError):
+    """The final check's refusal; `keyword` is the JSON Schema keyword that failed (repair.py
+    answers some by keyword: a list's repeated items for uniqueItems)."""
+
+    def __init__(self, path: str, reason: str, keyword: str = ""):
+        super().__init__(path, reason)
+        self.keyword = keyword
+
+    def __reduce__(self):
+        return type(self), (self.path, self.reason, self.keyword)
+
+
 def path_of(parts) -> str:
     """A JSON location (keys and indices) as the fields' paths are written: `a.b[2].c`."""
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
@@ -35,5 +47,6 @@ def checker(schema) -> Callable[[Any], None]:
     def check(data) -> None:
         error = best_match(validator.iter_errors(data))
         if error is not None:
-            raise ExtractionError(path_of(error.absolute_path), f"the schema rejects the value: {error.message}")
+            raise SchemaRejects(path_of(error.absolute_path), f"the schema rejects the value: {error.message}",
+                                error.validator)
     return check

@@ -53,8 +53,9 @@ class ValueRegex:
             return "null"
         if t == "boolean":
             return "true|false"
-        if t in ("integer", "number"):
-            return number_pattern(s, t == "integer")[0]
+        if t in ("integer", "number"):   # digits uncounted: counted repeats multiply a nested DFA's states
+            sign = number_pattern(s, t == "integer")[0].startswith("-?")
+            return "-?" * sign + "(?:0|[1-9][0-9]*)" + ("" if t == "integer" else r"(?:\.[0-9]+)?")
         if t == "string":
             return f'"{string_content(s, path, self.strict)[0]}"'
         if t is None or depth <= 0:

@@ -145,7 +145,7 @@ def test_setup_failures_are_one_line(tmp_path, model_dir, schema_file, monkeypat
     assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "dir.jsonl") == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "dir.jsonl" in err
-    (tmp_path / "bool.json").write_text('{"type": "object", "properties": {"a": true}}')
+    (tmp_path / "bool.json").write_text('{"type": "object", "properties": {"a": false}, "required": ["a"]}')
     assert run("extract", feed, "--schema", tmp_path / "bool.json", "--model", model_dir) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("clover-struct: error: field `")

@@ -337,7 +337,7 @@ def model(**fields):
     ({"type": "object", "properties": {"x": False}, "required": ["x"]}, "x", "no value is valid"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "", "no value is both"),
     ({"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]}},
-      "$ref": "#/$defs/n"}, "next.next", "no way to stop"),
+      "$ref": "#/$defs/n"}, "next.next.next", "no way to stop"),
 ])
 def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, fix):
     with pytest.raises(SchemaError, match=fix) as e:
