@@ -127,6 +127,10 @@ class Document:
                 s = {**{k: v for k, v in s.items() if k != "const"}, "enum": [s["const"]]}
                 continue
             word = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
+            if word and (s.get("type") == "object" or "properties" in s) and \
+                    all(isinstance(m, dict) and set(m) <= KEY_RULES for m in s[word]):
+                s = {k: v for k, v in s.items() if k != word}   # rules over an object's keys: the final check's
+                continue
             if word and "discriminator" not in s and not s.get("x-union"):
                 members = [m for m in s[word] if not _is_null(m)]
                 out.nullable |= len(members) < len(s[word])
@@ -172,6 +176,10 @@ class Document:
         raise SchemaError(path, "the references here lead only to each other; give the schema a value")
 
 
+# the keywords of an anyOf/oneOf member that only asks which keys an object has ("userId or
+# anonymousId"): the object is laid out once and the final check holds the rule
+KEY_RULES = {"required", "properties", "not", "minProperties", "maxProperties", "dependentRequired", "title",
+             "description", "$comment"}
 TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 
 
@@ -221,6 +229,14 @@ def merge(a: dict, b: dict, path: str) -> dict:
             out[key] = merge(out[key], value, path)
         elif key == "additionalProperties" and value is False:
             out[key] = False
+    for closed in (a, b):   # a member closed to other keys drops the other's (required ones cannot go)
+        if closed.get("additionalProperties") is False and not closed.get("patternProperties"):
+            allowed = set(closed.get("properties") or {})
+            if (lost := [k for k in out.get("required", []) if k not in allowed]):
+                raise SchemaError(path, f"allOf: one member requires {lost[0]!r}, another allows no key but "
+                                        f"{sorted(allowed)} (additionalProperties false): no object is both; "
+                                        "add the key to the closed member's properties")
+            out["properties"] = {k: v for k, v in (out.get("properties") or {}).items() if k in allowed}
     for lo, hi in (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems"),
                    ("minProperties", "maxProperties")):
         if isinstance(out.get(lo), (int, float)) and isinstance(out.get(hi), (int, float)) and out[lo] > out[hi]:

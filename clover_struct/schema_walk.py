@@ -158,11 +158,17 @@ class Builder:
         for k in required:   # a required key the properties do not describe: its value as the map's
             if k not in props:
                 matching = [v for p, v in patterns.items() if _search(p, k)]
+                if not matching and extra is False:
+                    raise SchemaError(_join(path, k), "required, but no property describes it and "
+                                                      "additionalProperties is false: no object is valid; add "
+                                                      "it to properties")
                 props[k] = matching[0] if matching else extra if isinstance(extra, dict) else {}
-        for extra_schema in (s.get("then"), s.get("else")):   # conditional properties: laid out, checked at the end
+        for extra_schema in (s.get("then"), s.get("else")) if extra in (True, {}) else ():
             for k, v in ((extra_schema or {}).get("properties") or {}).items() if isinstance(extra_schema, dict) else ():
-                props.setdefault(k, v)
+                props.setdefault(k, v)   # conditional properties: laid out, checked at the end
         room = s.get("maxProperties")
+        if room is not None:   # the required keys first, the optional ones while there is room
+            props = {k: props[k] for k in sorted(props, key=lambda k: k not in required)}
         fields = []
         for key, sub in props.items():
             if key == skip or (sub is False and key not in required):   # a key no value may have
