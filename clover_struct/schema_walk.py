@@ -201,13 +201,12 @@ class Builder:
         return ObjectNode(tuple(fields), MapNode(tuple(entries)) if entries else None)
 
     def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0) -> list:
-        """Up to Options.items map entries `"key": value`, each a group and a block of its own."""
+        """Up to Options.items map entries `"key": value`, each a group (an optional item)."""
         self.open_parts = True
         cap = self.cap(room, least)
         out, prev = [], None
         self.lists += 1
         for k in range(cap):
-            self.pieces.append(("block", None))
             epath = f"{path}{{{k}}}"
             g = self.open("item", epath, required=k < least, prev=prev)
             self.text((", " if after_fixed or k else "") + '"')
@@ -288,7 +287,7 @@ class Builder:
 
     def array(self, s, path, nullable, tokens, base):
         """Up to maxItems items (or Options.items for an open list), prefixItems first; items past
-        minItems are optional, and an open list decodes each item as a block of its own."""
+        minItems are optional (absent ones cost one decision in the block's first step)."""
         prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
         rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)
         least, most = s.get("minItems", 0), s.get("maxItems")
@@ -303,7 +302,7 @@ class Builder:
             most = len(prefix) if most is None else min(most, len(prefix))
         open_list = most is None or most > BOUNDED_ITEMS   # a long bound is laid out as an open list's cap
         count = min(len(prefix) + self.cap(None, least - len(prefix)), most or 1 << 30) if open_list else most
-        blocks = s.get("item_blocks", open_list)
+        blocks = s.get("item_blocks", False)
         self.text("[")
         items, prev = [], None
         self.lists += 1

@@ -82,11 +82,8 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Deselect the slow tests unless --slow, and the schema corpus unless asked for by -m corpus
-    (it is the yardstick of the schema work still open: tests/schema_corpus/README.md)."""
+    """Deselect the slow tests unless --slow."""
     off = set() if config.getoption("--slow") else {"slow"}
-    if "corpus" not in (config.getoption("-m") or ""):
-        off.add("corpus")
     dropped = [item for item in items if any(item.get_closest_marker(m) for m in off)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -136,7 +136,6 @@ def test_any_json_schema_gives_a_valid_value_or_a_clover_error(model):
             value = extract(text, schema, model=model, temperature=temperature, seed=0)
         except CloverError as e:
             outcomes["refused" if type(e).__name__ == "SchemaError" else "error"] += 1
-            print("DBG", type(e).__name__, str(e)[:160], "|", str(schema)[:200])
             return
         errors = [e.message for e in validator.iter_errors(value)]
         assert not errors, f"schema {schema}\nvalue {value!r}\nbreaks it: {errors}"
