@@ -1,0 +1,435 @@
+"""An OpenAI-compatible HTTP server for structured output: `clover-struct serve`.
+
+POST /v1/chat/completions takes `response_format` {"type": "json_schema", "json_schema": {"name",
+"schema", "strict"}}, or {"type": "json_object", "schema": {...}} (what instructor's JSON_SCHEMA
+mode sends), and answers with the record as `message.content`. The text extraction reads is the
+content of the user messages, joined by blank lines; system and assistant messages are a chat
+model's instructions and are not read (the schema comes from response_format).
+
+Requests are gathered, up to `max_batch`, waiting at most `max_wait_ms` after the first, and
+decoded on one worker thread: one joint decode per schema of a batch (decoder.decode lays all
+canvases of a decode on one layout). The event loop only parses, queues and answers. Canvases
+and automata are kept per schema. With `stream: true` every SSE chunk's content is a whole JSON
+object, the fields settled so far (a diffusion model settles fields in any order, so chunks are
+snapshots, not pieces to concatenate); the last one is the validated record.
+
+Knows nothing of decoding beyond api.py's functions. starlette and uvicorn (the `serve` extra)
+are imported here only, and this module only by `clover-struct serve`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+
+from . import api
+from .errors import CloverError, ExtractionError, SchemaError
+
+LAYOUTS = 64   # schemas whose canvas and automata are kept
+# keywords the schema walk lays out or reads; `strict: true` refuses any other instead of ignoring it
+KNOWN = {"type", "properties", "required", "items", "prefixItems", "maxItems", "minItems", "uniqueItems",
+         "enum", "const", "pattern", "format", "minLength", "maxLength", "minimum", "maximum",
+         "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref", "$defs",
+         "definitions", "discriminator", "additionalProperties", "title", "description", "default",
+         "examples", "$schema", "$id", "$comment", "max_tokens", "verbatim", "item_blocks", "one_slot"}
+
+
+class ApiError(Exception):
+    """An answer in OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
+
+    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param=None, code=None,
+                 **extra):
+        super().__init__(message)
+        self.status = status
+        self.body = {"message": message, "type": type, "param": param, "code": code, **extra}
+
+    def response(self) -> JSONResponse:
+        return JSONResponse({"error": self.body}, status_code=self.status)
+
+
+@dataclass
+class Job:
+    """One request: what the worker decodes, and the queue it answers on (from its thread)."""
+    text: str
+    schema: dict
+    temperature: float
+    seed: int | None
+    max_tokens: int | None
+    stream: bool
+    loop: asyncio.AbstractEventLoop
+    events: asyncio.Queue = field(default_factory=asyncio.Queue)   # ("partial", dict)..., ("done", result)
+
+    @property
+    def key(self) -> tuple:   # the jobs of a batch with one key share a joint decode
+        return json.dumps(self.schema, sort_keys=True), self.temperature, self.seed
+
+    def send(self, kind: str, payload) -> None:
+        self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, payload))
+
+
+def unenforced(schema, path: str = "") -> list[str]:
+    """The keywords of `schema` the layout would ignore, each with where it stands."""
+    out = []
+    if not isinstance(schema, dict):
+        return out
+    for k, v in schema.items():
+        if k in ("properties", "$defs", "definitions") and isinstance(v, dict):
+            for name, sub in v.items():
+                out += unenforced(sub, f"{path}.{name}" if k == "properties" else path)
+        elif k in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(v, list):
+            for sub in v:
+                out += unenforced(sub, path)
+        elif k in ("items", "additionalProperties"):
+            out += unenforced(v, path + "[]" if k == "items" else path)
+        elif k not in KNOWN:
+            out.append(f"`{k}` at {path.lstrip('.') or '<root>'}")
+    return out
+
+
+def user_text(messages) -> str:
+    """The text to extract from: the user messages' content (strings or text parts), blank-line joined."""
+    if not isinstance(messages, list) or not messages:
+        raise ApiError(400, "`messages` must be a non-empty list of {\"role\", \"content\"} objects", param="messages")
+    texts = []
+    for k, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ApiError(400, f"messages[{k}] must be an object with a `role` and a `content`", param="messages")
+        if m["role"] != "user":
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            if any(not isinstance(p, dict) or p.get("type") != "text" for p in content):
+                raise ApiError(400, f"messages[{k}]: only text parts can be read; send the text itself",
+                               param="messages")
+            content = "\n".join(str(p.get("text", "")) for p in content)
+        if not isinstance(content, str):
+            raise ApiError(400, f"messages[{k}].content must be a string or a list of text parts", param="messages")
+        texts.append(content)
+    if not texts:
+        raise ApiError(400, "no user message: the text to extract from is the content of the user messages "
+                            "(system messages are not read)", param="messages")
+    return "\n\n".join(texts)
+
+
+def requested_schema(fmt) -> dict:
+    """The JSON Schema `response_format` asks for (titled by json_schema.name where it has no title)."""
+    if fmt is None:
+        raise ApiError(400, "this server does structured output only: send response_format {\"type\": "
+                            "\"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}",
+                       param="response_format", code="response_format_required")
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind == "json_schema":
+        spec = fmt.get("json_schema")
+        if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
+            raise ApiError(400, "response_format.json_schema.schema must be a JSON Schema object",
+                           param="response_format.json_schema")
+        schema, strict = spec["schema"], spec.get("strict") is True
+        if isinstance(spec.get("name"), str) and "title" not in schema:
+            schema = {"title": spec["name"], **schema}
+    elif kind == "json_object":
+        schema, strict = fmt.get("schema"), False
+        if not isinstance(schema, dict):
+            raise ApiError(400, "json_object needs a schema here (a diffusion model fills a layout made from "
+                                "one): send response_format {\"type\": \"json_object\", \"schema\": {...}}, or "
+                                "type json_schema", param="response_format.schema")
+    else:
+        raise ApiError(400, f"response_format.type must be \"json_schema\" or \"json_object\", got {kind!r}",
+                       param="response_format.type")
+    if strict and (ignored := unenforced(schema)):
+        raise ApiError(400, f"strict: the layout would not enforce {', '.join(ignored)}; remove them, or send "
+                            "strict: false to have them ignored", param="response_format", code="schema_not_supported")
+    return schema
+
+
+def parse_request(body, served: str, loop) -> Job:
+    """A Job from a chat completion request; ApiError (400, 404) saying what to send instead."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object: a chat completion request")
+    if body.get("model") not in (None, served):
+        raise ApiError(404, f"model {body['model']!r} is not served here; this server serves {served!r}",
+                       param="model", code="model_not_found")
+    if body.get("n", 1) != 1:
+        raise ApiError(400, "n must be 1: one record per request", param="n")
+    temperature, seed = body.get("temperature") or 0.0, body.get("seed")
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    try:
+        api.check_options(temperature=temperature, seed=seed, max_tokens=limit)
+    except CloverError as e:
+        raise ApiError(400, str(e).replace("max_tokens (the budget of strings without max_length)", "max_tokens"))
+    if not isinstance(body.get("stream", False), bool):
+        raise ApiError(400, "stream must be true or false", param="stream")
+    return Job(user_text(body.get("messages")), requested_schema(body.get("response_format")), float(temperature),
+               seed, limit, body.get("stream", False), loop)
+
+
+PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def settled(row) -> dict:
+    """The fields of a decoding row decided so far, nested as in the record: every finished slot
+    whose groups are known present, whose text is a value (the rest is left out)."""
+    canvas, out = row.canvas, {}
+    for i, slot in enumerate(canvas.slots):
+        if not row.done[i] or any(row.present[g] is not True for g in row.groups_of[i]):
+            continue
+        try:
+            value = slot.value(canvas.slot_text(row.ids, i))
+        except ExtractionError:
+            continue
+        keys = [int(n) if n else name for name, n in PATH_PART.findall(re.sub(r"<[^>]*>", "", slot.path))]
+        node = out
+        for key, after in zip(keys, keys[1:] + [None]):
+            child = value if after is None else {} if isinstance(after, str) else []
+            if isinstance(key, int):
+                node.extend([None] * (key + 1 - len(node)))
+                node[key] = child if after is None or node[key] is None else node[key]
+                node = node[key]
+            else:
+                node[key] = child if after is None else node.get(key, child)
+                node = node[key]
+    return out
+
+
+class Engine:
+    """The model on its one worker thread, fed by a batcher on the event loop."""
+
+    def __init__(self, model, max_batch: int, max_wait_ms: float):
+        self.model, self.max_batch, self.max_wait = model, max_batch, max_wait_ms / 1000
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="clover-model")
+        self.queue: asyncio.Queue | None = None
+        self.layouts: dict = {}   # schema (JSON text) -> (canvas, automata), or its SchemaError
+        self.stats = {"requests": 0, "batches": 0, "decodes": 0, "forward_passes": 0}
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self.queue.get()]
+            deadline = loop.time() + self.max_wait
+            while len(batch) < self.max_batch:
+                if not self.queue.empty():
+                    batch.append(self.queue.get_nowait())
+                    continue
+                try:
+                    batch.append(await asyncio.wait_for(self.queue.get(), max(deadline - loop.time(), 0)))
+                except asyncio.TimeoutError:
+                    break
+            await loop.run_in_executor(self.executor, self.decode_batch, batch)
+
+    def layout(self, schema: dict):
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self.layouts:
+            if len(self.layouts) >= LAYOUTS:
+                self.layouts.pop(next(iter(self.layouts)))
+            try:
+                self.layouts[key] = api.prepare(schema, self.model)[1:]
+            except SchemaError as e:
+                self.layouts[key] = e
+        return self.layouts[key]
+
+    def decode_batch(self, batch: list[Job]) -> None:
+        """On the worker thread: each schema's jobs as one joint decode; every job answered."""
+        self.stats["batches"] += 1
+        self.stats["requests"] += len(batch)
+        groups: dict[tuple, list[Job]] = {}
+        for job in batch:
+            groups.setdefault(job.key, []).append(job)
+        with api.model_lock(self.model):
+            for jobs in groups.values():
+                try:
+                    self.decode_group(jobs)
+                except Exception as e:   # a bug: these requests fail, the server goes on
+                    for job in jobs:
+                        job.send("done", ApiError(500, f"decoding failed ({type(e).__name__}: {e}); this is a bug "
+                                                       "in clover-struct: please report it", type="server_error"))
+
+    def decode_group(self, jobs: list[Job]) -> None:
+        layout = self.layout(jobs[0].schema)
+        if isinstance(layout, SchemaError):
+            for job in jobs:
+                job.send("done", ApiError(400, str(layout), param="response_format", code="schema_not_supported"))
+            return
+        canvas, automata = layout
+        context = self.model.config.max_position_embeddings
+        ready, prompts = [], {}
+        for n, job in enumerate(jobs):
+            if job.max_tokens is not None and len(canvas) > job.max_tokens:
+                job.send("done", ApiError(400, f"the schema's canvas takes {len(canvas)} tokens, more than "
+                                               f"max_tokens {job.max_tokens}; raise max_tokens or leave it out",
+                                          param="max_tokens"))
+                continue
+            try:
+                ids, held = api.fit_prompt(self.model, job.text, canvas)
+            except ExtractionError as e:
+                over = len(api.prompt_ids(self.model.tokenizer, job.text, canvas)) + len(canvas) - context \
+                    if isinstance(job.text, str) and job.text.strip() else 0
+                job.send("done", ApiError(400, f"the prompt and the schema's canvas take {over} tokens more than "
+                                               f"the model's context of {context}; shorten the messages",
+                                          param="messages", code="context_length_exceeded") if over > 0 else
+                         extraction_error(e))
+                continue
+            ready.append((n, ids, {}, held))
+            prompts[n] = len(ids)
+        streaming, shown = {n for n, job in enumerate(jobs) if job.stream}, {}
+
+        def on_step(passes, rows):
+            self.stats["forward_passes"] += passes
+            for n in streaming & rows.keys():
+                if (partial := settled(rows[n])) != shown.get(n):
+                    shown[n] = partial
+                    jobs[n].send("partial", partial)
+
+        first = jobs[0]
+        options = dict(threshold=0.9, temperature=first.temperature, schedule="joint", use_cache=True,
+                       generator=None if first.seed is None else torch.Generator().manual_seed(first.seed))
+        if ready:
+            self.stats["decodes"] += 1
+        for n, value, trace in api.decode_jobs(self.model, canvas, automata, ready, options, on_step):
+            jobs[n].send("done", extraction_error(value) if isinstance(value, ExtractionError)
+                         else (value, trace, prompts[n], len(canvas)))
+
+
+def extraction_error(e: ExtractionError) -> ApiError:
+    return ApiError(422, str(e), type="extraction_error", param=e.path or None, code="extraction_failed",
+                    path=e.path, reason=e.reason)
+
+
+def usage(trace, prompt_tokens: int, canvas_tokens: int) -> dict:
+    """OpenAI's usage (completion tokens: the canvas), and the forward passes the record took part in."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": canvas_tokens,
+            "total_tokens": prompt_tokens + canvas_tokens, "forward_passes": trace.forward_passes}
+
+
+def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_key: str | None = None,
+               max_body: int = 1 << 20, max_pending: int = 256) -> Starlette:
+    """The server's ASGI app over `model` (default: the embedded clover-mini)."""
+    model = model or api.load_model()
+    served = Path(model.source).name if getattr(model, "source", None) else "clover"
+    engine, pending = Engine(model, max_batch, max_wait_ms), [0]
+
+    def authorize(request) -> None:
+        given = request.headers.get("authorization", "").encode()
+        if api_key is not None and not hmac.compare_digest(given, f"Bearer {api_key}".encode()):
+            raise ApiError(401, "missing or wrong API key: send the header `Authorization: Bearer KEY` with the key "
+                                "the server was started with (--api-key)", code="invalid_api_key")
+
+    async def health(request):
+        return JSONResponse({"status": "ok", "model": served, "in_flight": pending[0], **engine.stats})
+
+    async def models(request):
+        authorize(request)
+        return JSONResponse({"object": "list", "data": [{"id": served, "object": "model", "created": 0,
+                                                          "owned_by": "clover-struct"}]})
+
+    async def chat(request):
+        authorize(request)
+        size, body = request.headers.get("content-length", ""), bytearray()
+        too_big = ApiError(413, f"the request body is over the {max_body}-byte limit (--max-body); send a "
+                                "shorter text or schema", code="body_too_large")
+        if size.isdigit() and int(size) > max_body:
+            raise too_big
+        async for piece in request.stream():
+            body += piece
+            if len(body) > max_body:
+                raise too_big
+        try:
+            job = parse_request(json.loads(body), served, asyncio.get_running_loop())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ApiError(400, f"the body is not valid JSON ({e}); send a chat completion request") from None
+        if pending[0] >= max_pending:
+            raise ApiError(503, f"the server is busy: {pending[0]} requests in flight (--max-pending); retry "
+                                "later", type="server_busy", code="overloaded")
+        pending[0] += 1
+        engine.queue.put_nowait(job)
+        reply = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": served}
+        if job.stream:
+            return StreamingResponse(stream(job, reply), media_type="text/event-stream")
+        try:
+            while (event := await job.events.get())[0] != "done":
+                pass
+        finally:
+            pending[0] -= 1
+        if isinstance(event[1], ApiError):
+            return event[1].response()
+        value, trace, prompt_tokens, canvas_tokens = event[1]
+        return JSONResponse({**reply, "object": "chat.completion", "choices": [{
+            "index": 0, "message": {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)},
+            "finish_reason": "stop"}], "usage": usage(trace, prompt_tokens, canvas_tokens)})
+
+    async def stream(job, reply):
+        def chunk(content, finish=None, **extra):
+            choice = {"index": 0, "delta": {"role": "assistant", "content": json.dumps(content, ensure_ascii=False)},
+                      "finish_reason": finish}
+            return f"data: {json.dumps({**reply, 'object': 'chat.completion.chunk', 'choices': [choice], **extra})}\n\n"
+        try:
+            while (event := await job.events.get())[0] == "partial":
+                yield chunk(event[1])
+            if isinstance(event[1], ApiError):
+                yield f"data: {json.dumps({'error': event[1].body})}\n\n"
+            else:
+                value, trace, prompt_tokens, canvas_tokens = event[1]
+                yield chunk(value, "stop", usage=usage(trace, prompt_tokens, canvas_tokens))
+            yield "data: [DONE]\n\n"
+        finally:
+            pending[0] -= 1
+
+    async def api_error(request, e: ApiError):
+        return e.response()
+
+    async def http_error(request, e: HTTPException):
+        return ApiError(e.status_code, f"{request.method} {request.url.path}: {e.detail}; this server answers "
+                                       "GET /health, GET /v1/models and POST /v1/chat/completions").response()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        engine.queue = asyncio.Queue()
+        batcher = asyncio.create_task(engine.run())
+        yield
+        batcher.cancel()   # uvicorn has let the requests in flight finish first
+        engine.executor.shutdown(wait=True)
+
+    return Starlette(routes=[Route("/health", health), Route("/v1/models", models),
+                             Route("/v1/chat/completions", chat, methods=["POST"])],
+                     exception_handlers={ApiError: api_error, HTTPException: http_error}, lifespan=lifespan)
+
+
+def run(model, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
+    """Serve until SIGINT or SIGTERM; requests in flight are answered before it stops."""
+    import uvicorn
+
+    uvicorn.run(create_app(model, **options), host=host, port=port, log_level="info")
+
+
+@contextlib.contextmanager
+def in_thread(app, host: str = "127.0.0.1"):
+    """The app served on a free port of `host` in a thread (tests, benchmarks): yields its base URL."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind((host, 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started and thread.is_alive():
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join()
+        sock.close()
