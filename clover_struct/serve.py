@@ -169,9 +169,11 @@ def parse_request(body, served: str, loop) -> Job:
     temperature, seed = body.get("temperature") or 0.0, body.get("seed")
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     try:
-        api.check_options(temperature=temperature, seed=seed, max_tokens=limit)
+        api.check_options(temperature=temperature, seed=seed)
     except CloverError as e:
-        raise ApiError(400, str(e).replace("max_tokens (the budget of strings without max_length)", "max_tokens"))
+        raise ApiError(400, str(e), param="temperature" if "temperature" in str(e) else "seed") from None
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise ApiError(400, f"max_tokens must be a whole number of at least 1, got {limit!r}", param="max_tokens")
     if not isinstance(body.get("stream", False), bool):
         raise ApiError(400, "stream must be true or false", param="stream")
     return Job(user_text(body.get("messages")), requested_schema(body.get("response_format")), float(temperature),

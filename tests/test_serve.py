@@ -13,7 +13,8 @@ import pytest
 
 from clover_struct import extract, load_model
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.serve import create_app, in_thread, settled
+from clover_struct.schemas.notam import Notam
+from clover_struct.serve import create_app, in_thread, settled, unenforced
 
 NOTICES = [json.loads(line)["text"] for line in
            (Path(__file__).resolve().parents[1] / "clover_struct" / "demo" / "notices.jsonl").open()]
@@ -102,6 +103,10 @@ def test_a_schema_that_cannot_be_laid_out_is_a_bad_request_with_the_reason(clien
     assert set(json.loads(reply.choices[0].message.content)) == {"name", "priority", "floor"}
 
 
+def test_strict_accepts_the_schemas_the_package_ships():
+    assert unenforced(NoFlyZone.model_json_schema()) == unenforced(Notam.model_json_schema()) == []
+
+
 def test_without_a_response_format_the_answer_says_structured_output_only(client):
     with pytest.raises(openai.BadRequestError, match="structured output only") as e:
         client.chat.completions.create(model="clover-mini", messages=user("hello"))
@@ -128,6 +133,10 @@ def test_malformed_requests_get_openai_error_objects(url):
     assert post("{not json")[0] == 400
     assert post(json.dumps({"messages": "hi", "response_format": fmt(CONTACT)}))[1]["param"] == "messages"
     assert post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), "n": 2}))[1]["param"] == "n"
+    for bad, param in (({"temperature": -1}, "temperature"), ({"max_tokens": 0}, "max_tokens"), ({"seed": "a"}, "seed")):
+        assert post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), **bad}))[1]["param"] == param
+    status, error = post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), "max_tokens": 5}))
+    assert status == 400 and "more than max_tokens 5" in error["message"]
     status, error = post(json.dumps({"model": "gpt-4o", "messages": user("x"), "response_format": fmt(CONTACT)}))
     assert status == 404 and "serves 'clover-mini'" in error["message"]
     status, error = post(json.dumps({"messages": user("A1234/26 " * 3000), "response_format": fmt(CONTACT)}))
