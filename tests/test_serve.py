@@ -251,3 +251,12 @@ def test_settled_nests_finished_fields_and_leaves_out_the_rest():
     for undecided_or_absent in (None, False):
         row.present = [True, undecided_or_absent]
         assert settled(row) == {"id": "v0", "tags": [None, "v2"]}
+
+
+@pytest.mark.parametrize("argv,message", [(["--max-batch", "0"], "--max-batch must be at least 1"),
+                                          (["--max-wait-ms", "-1"], "--max-wait-ms must be 0 or more")])
+def test_serve_options_out_of_range_are_one_line(argv, message, capsys):
+    from clover_struct import cli
+
+    assert cli.main(["serve", *argv]) == 2
+    assert message in capsys.readouterr().err
