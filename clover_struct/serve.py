@@ -1,10 +1,8 @@
 """An OpenAI-compatible HTTP server for structured output: `clover-struct serve`.
 
-POST /v1/chat/completions takes `response_format` {"type": "json_schema", "json_schema": {"name",
-"schema", "strict"}}, or {"type": "json_object", "schema": {...}} (what instructor's JSON_SCHEMA
-mode sends), and answers with the record as `message.content`. The text extraction reads is the
-content of the user messages, joined by blank lines; system and assistant messages are a chat
-model's instructions and are not read (the schema comes from response_format).
+POST /v1/chat/completions with a `response_format` that holds a JSON Schema (chat_request.py
+reads the request: the text is the user messages' content) answers with the record as
+`message.content`, or with an OpenAI error object.
 
 Requests are gathered, up to `max_batch`, waiting at most `max_wait_ms` after the first, and
 decoded on one worker thread: one joint decode per schema of a batch (decoder.decode lays all
@@ -39,145 +37,26 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from . import api
-from .errors import CloverError, ExtractionError, SchemaError
+from .chat_request import ApiError, Request, parse_request
+from .errors import ExtractionError, SchemaError
 
 LAYOUTS = 64   # schemas whose canvas and automata are kept
-# keywords the schema walk lays out or reads; `strict: true` refuses any other instead of ignoring it
-KNOWN = {"type", "properties", "required", "items", "prefixItems", "maxItems", "minItems", "uniqueItems",
-         "enum", "const", "pattern", "format", "minLength", "maxLength", "minimum", "maximum",
-         "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref", "$defs",
-         "definitions", "discriminator", "additionalProperties", "title", "description", "default",
-         "examples", "$schema", "$id", "$comment", "max_tokens", "verbatim", "item_blocks", "one_slot"}
-
-
-class ApiError(Exception):
-    """An answer in OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
-
-    def __init__(self, status: int, message: str, type: str = "invalid_request_error", param=None, code=None,
-                 **extra):
-        super().__init__(message)
-        self.status = status
-        self.body = {"message": message, "type": type, "param": param, "code": code, **extra}
-
-    def response(self) -> JSONResponse:
-        return JSONResponse({"error": self.body}, status_code=self.status)
 
 
 @dataclass
 class Job:
-    """One request: what the worker decodes, and the queue it answers on (from its thread)."""
-    text: str
-    schema: dict
-    temperature: float
-    seed: int | None
-    max_tokens: int | None
-    stream: bool
+    """A request in the server: what the worker decodes, and the queue it answers on (from its thread)."""
+    request: Request
     loop: asyncio.AbstractEventLoop
     events: asyncio.Queue = field(default_factory=asyncio.Queue)   # ("partial", dict)..., ("done", result)
 
     @property
     def key(self) -> tuple:   # the jobs of a batch with one key share a joint decode
-        return json.dumps(self.schema, sort_keys=True), self.temperature, self.seed
+        r = self.request
+        return json.dumps(r.schema, sort_keys=True), r.temperature, r.seed
 
     def send(self, kind: str, payload) -> None:
         self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, payload))
-
-
-def unenforced(schema, path: str = "") -> list[str]:
-    """The keywords of `schema` the layout would ignore, each with where it stands."""
-    out = []
-    if not isinstance(schema, dict):
-        return out
-    for k, v in schema.items():
-        if k in ("properties", "$defs", "definitions") and isinstance(v, dict):
-            for name, sub in v.items():
-                out += unenforced(sub, f"{path}.{name}" if k == "properties" else path)
-        elif k in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(v, list):
-            for sub in v:
-                out += unenforced(sub, path)
-        elif k in ("items", "additionalProperties"):
-            out += unenforced(v, path + "[]" if k == "items" else path)
-        elif k not in KNOWN:
-            out.append(f"`{k}` at {path.lstrip('.') or '<root>'}")
-    return out
-
-
-def user_text(messages) -> str:
-    """The text to extract from: the user messages' content (strings or text parts), blank-line joined."""
-    if not isinstance(messages, list) or not messages:
-        raise ApiError(400, "`messages` must be a non-empty list of {\"role\", \"content\"} objects", param="messages")
-    texts = []
-    for k, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise ApiError(400, f"messages[{k}] must be an object with a `role` and a `content`", param="messages")
-        if m["role"] != "user":
-            continue
-        content = m.get("content")
-        if isinstance(content, list):
-            if any(not isinstance(p, dict) or p.get("type") != "text" for p in content):
-                raise ApiError(400, f"messages[{k}]: only text parts can be read; send the text itself",
-                               param="messages")
-            content = "\n".join(str(p.get("text", "")) for p in content)
-        if not isinstance(content, str):
-            raise ApiError(400, f"messages[{k}].content must be a string or a list of text parts", param="messages")
-        texts.append(content)
-    if not texts:
-        raise ApiError(400, "no user message: the text to extract from is the content of the user messages "
-                            "(system messages are not read)", param="messages")
-    return "\n\n".join(texts)
-
-
-def requested_schema(fmt) -> dict:
-    """The JSON Schema `response_format` asks for (titled by json_schema.name where it has no title)."""
-    if fmt is None:
-        raise ApiError(400, "this server does structured output only: send response_format {\"type\": "
-                            "\"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}",
-                       param="response_format", code="response_format_required")
-    kind = fmt.get("type") if isinstance(fmt, dict) else None
-    if kind == "json_schema":
-        spec = fmt.get("json_schema")
-        if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
-            raise ApiError(400, "response_format.json_schema.schema must be a JSON Schema object",
-                           param="response_format.json_schema")
-        schema, strict = spec["schema"], spec.get("strict") is True
-        if isinstance(spec.get("name"), str) and "title" not in schema:
-            schema = {"title": spec["name"], **schema}
-    elif kind == "json_object":
-        schema, strict = fmt.get("schema"), False
-        if not isinstance(schema, dict):
-            raise ApiError(400, "json_object needs a schema here (a diffusion model fills a layout made from "
-                                "one): send response_format {\"type\": \"json_object\", \"schema\": {...}}, or "
-                                "type json_schema", param="response_format.schema")
-    else:
-        raise ApiError(400, f"response_format.type must be \"json_schema\" or \"json_object\", got {kind!r}",
-                       param="response_format.type")
-    if strict and (ignored := unenforced(schema)):
-        raise ApiError(400, f"strict: the layout would not enforce {', '.join(ignored)}; remove them, or send "
-                            "strict: false to have them ignored", param="response_format", code="schema_not_supported")
-    return schema
-
-
-def parse_request(body, served: str, loop) -> Job:
-    """A Job from a chat completion request; ApiError (400, 404) saying what to send instead."""
-    if not isinstance(body, dict):
-        raise ApiError(400, "the body must be a JSON object: a chat completion request")
-    if body.get("model") not in (None, served):
-        raise ApiError(404, f"model {body['model']!r} is not served here; this server serves {served!r}",
-                       param="model", code="model_not_found")
-    if body.get("n", 1) != 1:
-        raise ApiError(400, "n must be 1: one record per request", param="n")
-    temperature, seed = body.get("temperature") or 0.0, body.get("seed")
-    limit = body.get("max_completion_tokens", body.get("max_tokens"))
-    try:
-        api.check_options(temperature=temperature, seed=seed)
-    except CloverError as e:
-        raise ApiError(400, str(e), param="temperature" if "temperature" in str(e) else "seed") from None
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise ApiError(400, f"max_tokens must be a whole number of at least 1, got {limit!r}", param="max_tokens")
-    if not isinstance(body.get("stream", False), bool):
-        raise ApiError(400, "stream must be true or false", param="stream")
-    return Job(user_text(body.get("messages")), requested_schema(body.get("response_format")), float(temperature),
-               seed, limit, body.get("stream", False), loop)
 
 
 PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -261,7 +140,7 @@ class Engine:
                                                        "in clover-struct: please report it", type="server_error"))
 
     def decode_group(self, jobs: list[Job]) -> None:
-        layout = self.layout(jobs[0].schema)
+        layout = self.layout(jobs[0].request.schema)
         if isinstance(layout, SchemaError):
             for job in jobs:
                 job.send("done", ApiError(400, str(layout), param="response_format", code="schema_not_supported"))
@@ -270,16 +149,17 @@ class Engine:
         context = self.model.config.max_position_embeddings
         ready, prompts = [], {}
         for n, job in enumerate(jobs):
-            if job.max_tokens is not None and len(canvas) > job.max_tokens:
+            text, limit = job.request.text, job.request.max_tokens
+            if limit is not None and len(canvas) > limit:
                 job.send("done", ApiError(400, f"the schema's canvas takes {len(canvas)} tokens, more than "
-                                               f"max_tokens {job.max_tokens}; raise max_tokens or leave it out",
+                                               f"max_tokens {limit}; raise max_tokens or leave it out",
                                           param="max_tokens"))
                 continue
             try:
-                ids, held = api.fit_prompt(self.model, job.text, canvas)
+                ids, held = api.fit_prompt(self.model, text, canvas)
             except ExtractionError as e:
-                over = len(api.prompt_ids(self.model.tokenizer, job.text, canvas)) + len(canvas) - context \
-                    if isinstance(job.text, str) and job.text.strip() else 0
+                over = len(api.prompt_ids(self.model.tokenizer, text, canvas)) + len(canvas) - context \
+                    if text.strip() else 0
                 job.send("done", ApiError(400, f"the prompt and the schema's canvas take {over} tokens more than "
                                                f"the model's context of {context}; shorten the messages",
                                           param="messages", code="context_length_exceeded") if over > 0 else
@@ -287,7 +167,7 @@ class Engine:
                 continue
             ready.append((n, ids, {}, held))
             prompts[n] = len(ids)
-        streaming, shown = {n for n, job in enumerate(jobs) if job.stream}, {}
+        streaming, shown = {n for n, job in enumerate(jobs) if job.request.stream}, {}
 
         def on_step(passes, rows):
             self.stats["forward_passes"] += passes
@@ -296,7 +176,7 @@ class Engine:
                     shown[n] = partial
                     jobs[n].send("partial", partial)
 
-        first = jobs[0]
+        first = jobs[0].request
         options = dict(threshold=0.9, temperature=first.temperature, schedule="joint", use_cache=True,
                        generator=None if first.seed is None else torch.Generator().manual_seed(first.seed))
         if ready:
@@ -309,6 +189,10 @@ class Engine:
 def extraction_error(e: ExtractionError) -> ApiError:
     return ApiError(422, str(e), type="extraction_error", param=e.path or None, code="extraction_failed",
                     path=e.path, reason=e.reason)
+
+
+def error_response(e: ApiError) -> JSONResponse:
+    return JSONResponse({"error": e.body}, status_code=e.status)
 
 
 def usage(trace, prompt_tokens: int, canvas_tokens: int) -> dict:
@@ -350,7 +234,7 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             if len(body) > max_body:
                 raise too_big
         try:
-            job = parse_request(json.loads(body), served, asyncio.get_running_loop())
+            job = Job(parse_request(json.loads(body), served), asyncio.get_running_loop())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ApiError(400, f"the body is not valid JSON ({e}); send a chat completion request") from None
         if pending[0] >= max_pending:
@@ -359,7 +243,7 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
         pending[0] += 1
         engine.queue.put_nowait(job)
         reply = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": served}
-        if job.stream:
+        if job.request.stream:
             return StreamingResponse(stream(job, reply), media_type="text/event-stream")
         try:
             while (event := await job.events.get())[0] != "done":
@@ -367,7 +251,7 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
         finally:
             pending[0] -= 1
         if isinstance(event[1], ApiError):
-            return event[1].response()
+            return error_response(event[1])
         value, trace, prompt_tokens, canvas_tokens = event[1]
         return JSONResponse({**reply, "object": "chat.completion", "choices": [{
             "index": 0, "message": {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)},
@@ -391,11 +275,11 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             pending[0] -= 1
 
     async def api_error(request, e: ApiError):
-        return e.response()
+        return error_response(e)
 
     async def http_error(request, e: HTTPException):
-        return ApiError(e.status_code, f"{request.method} {request.url.path}: {e.detail}; this server answers "
-                                       "GET /health, GET /v1/models and POST /v1/chat/completions").response()
+        return error_response(ApiError(e.status_code, f"{request.method} {request.url.path}: {e.detail}; this "
+                                       "server answers GET /health, GET /v1/models and POST /v1/chat/completions"))
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

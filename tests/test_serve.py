@@ -14,7 +14,8 @@ import pytest
 from clover_struct import extract, load_model
 from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.notam import Notam
-from clover_struct.serve import create_app, in_thread, settled, unenforced
+from clover_struct.chat_request import unenforced
+from clover_struct.serve import create_app, in_thread, settled
 
 NOTICES = [json.loads(line)["text"] for line in
            (Path(__file__).resolve().parents[1] / "clover_struct" / "demo" / "notices.jsonl").open()]
@@ -260,3 +261,18 @@ def test_serve_options_out_of_range_are_one_line(argv, message, capsys):
 
     assert cli.main(["serve", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_past_max_pending_the_answer_is_503_busy(model):
+    gated = Gated(model)
+    with in_thread(create_app(gated, max_pending=1, max_wait_ms=0)) as base, ThreadPoolExecutor(1) as pool:
+        client = openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0)
+        kw = dict(model="clover-mini", messages=user("Dana, floor 2"), response_format=fmt(CONTACT))
+        first = pool.submit(client.chat.completions.create, **kw)
+        assert gated.entered.wait(60)
+        with pytest.raises(openai.APIStatusError, match="the server is busy") as e:
+            client.chat.completions.create(**kw)
+        assert e.value.status_code == 503
+        gated.gate.set()
+        assert first.result().choices[0].message.content
+        assert client.chat.completions.create(**kw).choices   # answered once the first is done
