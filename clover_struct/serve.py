@@ -29,6 +29,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 from starlette.applications import Starlette
@@ -48,7 +49,9 @@ class Job:
     """A request in the server: what the worker decodes, and the queue it answers on (from its thread)."""
     request: Request
     loop: asyncio.AbstractEventLoop
+    release: Callable[[], None]     # called on the loop when the job is answered (its place is free)
     events: asyncio.Queue = field(default_factory=asyncio.Queue)   # ("partial", dict)..., ("done", result)
+    answered: bool = False
 
     @property
     def key(self) -> tuple:   # the jobs of a batch with one key share a joint decode
@@ -56,7 +59,14 @@ class Job:
         return json.dumps(r.schema, sort_keys=True), r.temperature, r.seed
 
     def send(self, kind: str, payload) -> None:
-        self.loop.call_soon_threadsafe(self.events.put_nowait, (kind, payload))
+        self.loop.call_soon_threadsafe(self._put, kind, payload)
+
+    def _put(self, kind: str, payload) -> None:   # on the loop: nothing after the first answer
+        if not self.answered:
+            self.answered = kind == "done"
+            self.events.put_nowait((kind, payload))
+            if self.answered:
+                self.release()
 
 
 PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -208,6 +218,9 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
     served = Path(model.source).name if getattr(model, "source", None) else "clover"
     engine, pending = Engine(model, max_batch, max_wait_ms), [0]
 
+    def release() -> None:
+        pending[0] -= 1
+
     def authorize(request) -> None:
         given = request.headers.get("authorization", "").encode()
         if api_key is not None and not hmac.compare_digest(given, f"Bearer {api_key}".encode()):
@@ -234,22 +247,20 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             if len(body) > max_body:
                 raise too_big
         try:
-            job = Job(parse_request(json.loads(body), served), asyncio.get_running_loop())
+            asked = parse_request(json.loads(body), served)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ApiError(400, f"the body is not valid JSON ({e}); send a chat completion request") from None
         if pending[0] >= max_pending:
             raise ApiError(503, f"the server is busy: {pending[0]} requests in flight (--max-pending); retry "
                                 "later", type="server_busy", code="overloaded")
-        pending[0] += 1
+        pending[0] += 1   # until the worker answers, whether or not the client still listens
+        job = Job(asked, asyncio.get_running_loop(), release)
         engine.queue.put_nowait(job)
         reply = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": served}
-        if job.request.stream:
+        if asked.stream:
             return StreamingResponse(stream(job, reply), media_type="text/event-stream")
-        try:
-            while (event := await job.events.get())[0] != "done":
-                pass
-        finally:
-            pending[0] -= 1
+        while (event := await job.events.get())[0] != "done":
+            pass
         if isinstance(event[1], ApiError):
             return error_response(event[1])
         value, trace, prompt_tokens, canvas_tokens = event[1]
@@ -262,17 +273,14 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             choice = {"index": 0, "delta": {"role": "assistant", "content": json.dumps(content, ensure_ascii=False)},
                       "finish_reason": finish}
             return f"data: {json.dumps({**reply, 'object': 'chat.completion.chunk', 'choices': [choice], **extra})}\n\n"
-        try:
-            while (event := await job.events.get())[0] == "partial":
-                yield chunk(event[1])
-            if isinstance(event[1], ApiError):
-                yield f"data: {json.dumps({'error': event[1].body})}\n\n"
-            else:
-                value, trace, prompt_tokens, canvas_tokens = event[1]
-                yield chunk(value, "stop", usage=usage(trace, prompt_tokens, canvas_tokens))
-            yield "data: [DONE]\n\n"
-        finally:
-            pending[0] -= 1
+        while (event := await job.events.get())[0] == "partial":
+            yield chunk(event[1])
+        if isinstance(event[1], ApiError):
+            yield f"data: {json.dumps({'error': event[1].body})}\n\n"
+        else:
+            value, trace, prompt_tokens, canvas_tokens = event[1]
+            yield chunk(value, "stop", usage=usage(trace, prompt_tokens, canvas_tokens))
+        yield "data: [DONE]\n\n"
 
     async def api_error(request, e: ApiError):
         return error_response(e)

@@ -158,7 +158,7 @@ def test_concurrent_requests_of_two_schemas_are_one_batch(model):
             replies = list(pool.map(lambda r: client.chat.completions.create(
                 model="clover-mini", messages=user(r[0]), response_format=fmt(r[1])), requests))
         health = httpx.get(base + "/health").json()
-    assert (health["requests"], health["batches"], health["decodes"]) == (4, 1, 2)
+    assert (health["requests"], health["batches"], health["decodes"], health["in_flight"]) == (4, 1, 2, 0)
     for (text, schema), reply in zip(requests, replies):
         assert json.loads(reply.choices[0].message.content) == extract(text, schema, model=model)
 
