@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import api
-from .errors import CloverError
 
 # keywords the schema walk lays out or reads; `strict: true` refuses any other instead of ignoring it
 KNOWN = {"type", "properties", "required", "items", "prefixItems", "maxItems", "minItems", "uniqueItems",
@@ -31,7 +29,6 @@ class ApiError(Exception):
         super().__init__(message)
         self.status = status
         self.body = {"message": message, "type": type, "param": param, "code": code, **extra}
-
 
 
 @dataclass(frozen=True)
@@ -130,11 +127,14 @@ def parse_request(body, served: str) -> Request:
         raise ApiError(400, "n must be 1: one record per request", param="n")
     temperature, seed = body.get("temperature") or 0.0, body.get("seed")
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
-    try:
-        api.check_options(temperature=temperature, seed=seed)
-    except CloverError as e:
-        raise ApiError(400, str(e), param="temperature" if "temperature" in str(e) else "seed") from None
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+    def whole(x):
+        return isinstance(x, int) and not isinstance(x, bool)
+    if not (whole(temperature) or isinstance(temperature, float)) or not 0 <= temperature < float("inf"):
+        raise ApiError(400, f"temperature must be 0 (greedy, the default) or more, got {temperature!r}",
+                       param="temperature")
+    if seed is not None and not whole(seed):
+        raise ApiError(400, f"seed must be a whole number, got {seed!r}", param="seed")
+    if limit is not None and (not whole(limit) or limit < 1):
         raise ApiError(400, f"max_tokens must be a whole number of at least 1, got {limit!r}", param="max_tokens")
     if not isinstance(body.get("stream", False), bool):
         raise ApiError(400, "stream must be true or false", param="stream")
