@@ -321,12 +321,13 @@ def _texts_and_known(texts, known) -> tuple[list, list]:
     return texts, list(known)
 
 
-def _decode_jobs(model, canvas, automata, jobs, options):
+def decode_jobs(model, canvas, automata, jobs, options, on_step=None):
     """(record index, value or ExtractionError, Trace) for each job (index, prompt ids, known ids,
     the text the prompt holds).
 
     The batch is one joint decode; if it fails unexpectedly, each record is decoded alone,
-    so the failure stays with the record that causes it."""
+    so the failure stays with the record that causes it. on_step(passes, {record index: Row})
+    is called after every denoising step (decoder.decode's hook, its rows named by record)."""
     ready, bound = [], []
     for job in jobs:
         try:
@@ -336,9 +337,11 @@ def _decode_jobs(model, canvas, automata, jobs, options):
             yield job[0], internal_failure("reading the text's pieces", e), Trace()
     if not ready:
         return
+    hook = None if on_step is None else \
+        lambda step, passes, rows: on_step(passes, {job[0]: row for job, row in zip(ready, rows)})
     try:
         rows = decode(model, [job[1] for job in ready], [canvas] * len(ready), bound,
-                      known=[job[2] for job in ready], **options)
+                      known=[job[2] for job in ready], on_step=hook, **options)
     except (UsageError, CheckpointError, SchemaError):
         raise   # the call itself is wrong: every record would fail alike
     except Exception as e:
@@ -346,7 +349,7 @@ def _decode_jobs(model, canvas, automata, jobs, options):
             yield ready[0][0], internal_failure("decoding", e), Trace()
         else:
             for job in ready:
-                yield from _decode_jobs(model, canvas, automata, [job], options)
+                yield from decode_jobs(model, canvas, automata, [job], options, on_step)
         return
     for (n, *_), row in zip(ready, rows):
         try:
@@ -388,7 +391,7 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
                 continue
             jobs.append((n, ids, _known_ids(canvas, automata, known[n]), held))
         for b in range(0, len(jobs), batch_size):
-            for n, value, t in _decode_jobs(model, canvas, automata, jobs[b:b + batch_size], options):
+            for n, value, t in decode_jobs(model, canvas, automata, jobs[b:b + batch_size], options):
                 results[n], traces[n] = value, t
     return list(zip(results, traces)) if trace else results
 

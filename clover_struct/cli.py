@@ -309,6 +309,33 @@ def schema(args) -> int:
     return 0
 
 
+@command("serve", "an OpenAI-compatible HTTP server for structured output (response_format json_schema)",
+         MODEL, DEVICE,
+         arg("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"),
+         arg("--port", type=int, default=8000, help="port (default 8000)"),
+         arg("--max-batch", type=int, default=16, metavar="N", help="requests decoded jointly (default 16)"),
+         arg("--max-wait-ms", type=float, default=10, metavar="M",
+             help="how long the first request of a batch waits for others (default 10)"),
+         arg("--api-key", default=os.environ.get("CLOVER_API_KEY"), metavar="KEY",
+             help="answer only requests with `Authorization: Bearer KEY` (default: $CLOVER_API_KEY, else no key)"),
+         arg("--max-pending", type=int, default=256, metavar="N",
+             help="requests in flight before the server answers 503 (default 256)"),
+         arg("--max-body", type=int, default=1 << 20, metavar="BYTES", help="largest request body (default 1 MiB)"))
+def serve(args) -> int:
+    for name in ("max_batch", "max_pending", "max_body"):
+        if getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.max_wait_ms < 0:
+        raise CliError("--max-wait-ms must be 0 or more")
+    try:
+        from .serve import run
+    except ImportError as e:
+        raise CliError(f"serve needs the serve extra ({e.name} is missing): pip install 'clover-struct[serve]'") from e
+    run(load_model(args.model, args.device), args.host, args.port, max_batch=args.max_batch,
+        max_wait_ms=args.max_wait_ms, api_key=args.api_key, max_pending=args.max_pending, max_body=args.max_body)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="clover-struct", description="Structured extraction with a "
                                 "block-diffusion language model.", epilog="extract: " + EXIT_CODES,

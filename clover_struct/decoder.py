@@ -36,7 +36,7 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -210,7 +210,8 @@ def _commit(r: Row, lp, block_start, block_end, step, schedule, threshold, tempe
 def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, *, threshold: float = 0.9,
            temperature: float = 0.0, generator: torch.Generator | None = None,
            block_size: int | None = None, known: list[dict] | None = None,
-           schedule: str = "joint", use_cache: bool = True) -> list[Decoded]:
+           schedule: str = "joint", use_cache: bool = True,
+           on_step: Callable[[int, int, list[Row]], None] | None = None) -> list[Decoded]:
     """Fill every canvas; a Decoded per canvas (ids, trace, the alternatives ranked per position).
 
     prompts: token ids per canvas (any lengths); canvases: same layout length;
@@ -224,6 +225,10 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
     prompt and the finished blocks at every step instead of reading the prefix cache.
     generator: temperature sampling's, and a uniform-noise model's random canvases (without
     one, those are drawn from a generator seeded NOISE_SEED: the same call, the same record).
+    on_step(step, passes, rows): called after each step's commits, with the forward passes the
+    step took for the whole batch (1, or 2 where the history needed a pass of its own) and every
+    canvas's Row (`ids`, `done` per slot, `present` per group): to watch fields settle (the
+    server streams them), never to change them.
     """
     if schedule not in SCHEDULES:
         raise UsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -248,6 +253,8 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
                 rows[n].trace.forward_passes += 1
                 rows[n].trace.steps += 1
                 _commit(rows[n], lp, block_start, block_end, step, schedule, threshold, temperature, generator)
+            if on_step is not None:
+                on_step(step, 1 + max(extra.values(), default=0), rows)
     return [Decoded(r.canvas, r.automata, r.ids, r.trace, r.top) for r in rows]
 
 

@@ -29,3 +29,9 @@ def test_the_engine_model_loads_nothing_of_the_extraction_stack():
 def test_the_package_face_is_lazy():
     assert loaded_after("import clover_struct") == {"clover_struct"}
     assert "clover_struct.api" in loaded_after("from clover_struct import extract")
+
+
+def test_the_server_stack_loads_only_for_serve():
+    code = "import sys, clover_struct.cli, clover_struct.api; print(sorted(m for m in ('starlette', 'uvicorn', " \
+           "'clover_struct.serve') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"

@@ -78,3 +78,25 @@ def test_a_value_the_automaton_refuses_is_never_committed(toy_tokenizer):
     (d,) = decode(model, [prompt], [canvas], [automata])
     code = canvas.validate(d.ids).code
     assert code.isupper() and len(code) == 4
+
+
+def test_on_step_sees_every_step_its_passes_and_the_rows_as_they_fill(toy_tokenizer):
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"}, p=0.6)
+    seen = []
+    (d,) = decode(model, [prompt], [canvas], [automata], threshold=0.9,
+                  on_step=lambda step, passes, rows: seen.append((step, passes, list(rows[0].ids), sum(rows[0].done))))
+    assert [s for s, *_ in seen] == list(range(1, d.trace.steps + 1)) and d.trace.steps > 1
+    assert sum(p for _, p, *_ in seen) == d.trace.forward_passes == len(model.calls)
+    done = [n for *_, n in seen]
+    assert done == sorted(done) and done[-1] == len(canvas.slots) and seen[-1][2] == d.ids
+    assert seen[0][2] != d.ids   # the first call sees the canvas part-filled, not the result
+
+
+def test_on_step_counts_a_separate_prefill_pass(toy_tokenizer):
+    from tiny_models import without_prefill_step
+
+    canvas, automata, model, prompt = setup(toy_tokenizer, {"code": "EGTT", "note": "ab", "flag": "no"})
+    passes = []
+    (d,) = decode(without_prefill_step(model), [prompt], [canvas], [automata],
+                  on_step=lambda step, n, rows: passes.append(n))
+    assert passes == [2] and d.trace.forward_passes == 2
