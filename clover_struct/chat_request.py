@@ -3,22 +3,14 @@
 The text is the user messages' content (strings or text parts), joined by blank lines; system
 and assistant messages instruct a chat model and are not read. The schema is `response_format`'s:
 {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}, or {"type": "json_object",
-"schema": {...}} as instructor's JSON_SCHEMA mode sends it; `strict: true` refuses the keywords
-the layout would ignore. What cannot be served is an ApiError in OpenAI's error shape. Knows
+"schema": {...}} as instructor's JSON_SCHEMA mode sends it. `strict` always holds: every record
+is validated against the schema as written before it is sent. What cannot be served is an ApiError in OpenAI's error shape. Knows
 nothing of HTTP, models or decoding.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-
-# keywords the schema walk lays out or reads; `strict: true` refuses any other instead of ignoring it
-KNOWN = {"type", "properties", "required", "items", "prefixItems", "maxItems", "minItems", "uniqueItems",
-         "enum", "const", "pattern", "format", "minLength", "maxLength", "minimum", "maximum",
-         "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "$ref", "$defs",
-         "definitions", "discriminator", "additionalProperties", "title", "description", "default",
-         "examples", "$schema", "$id", "$comment", "max_tokens", "verbatim", "item_blocks", "one_slot"}
 
 
 class ApiError(Exception):
@@ -40,25 +32,6 @@ class Request:
     seed: int | None
     max_tokens: int | None    # the most canvas tokens the client accepts
     stream: bool
-
-
-def unenforced(schema, path: str = "") -> list[str]:
-    """The keywords of `schema` the layout would ignore, each with where it stands."""
-    out = []
-    if not isinstance(schema, dict):
-        return out
-    for k, v in schema.items():
-        if k in ("properties", "$defs", "definitions") and isinstance(v, dict):
-            for name, sub in v.items():
-                out += unenforced(sub, f"{path}.{name}" if k == "properties" else path)
-        elif k in ("anyOf", "oneOf", "allOf", "prefixItems") and isinstance(v, list):
-            for sub in v:
-                out += unenforced(sub, path)
-        elif k in ("items", "additionalProperties"):
-            out += unenforced(v, path + "[]" if k == "items" else path)
-        elif k not in KNOWN:
-            out.append(f"`{k}` at {path.lstrip('.') or '<root>'}")
-    return out
 
 
 def user_text(messages) -> str:
@@ -98,11 +71,11 @@ def requested_schema(fmt) -> dict:
         if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):
             raise ApiError(400, "response_format.json_schema.schema must be a JSON Schema object",
                            param="response_format.json_schema")
-        schema, strict = spec["schema"], spec.get("strict") is True
+        schema = spec["schema"]
         if isinstance(spec.get("name"), str) and "title" not in schema:
             schema = {"title": spec["name"], **schema}
     elif kind == "json_object":
-        schema, strict = fmt.get("schema"), False
+        schema = fmt.get("schema")
         if not isinstance(schema, dict):
             raise ApiError(400, "json_object needs a schema here (a diffusion model fills a layout made from "
                                 "one): send response_format {\"type\": \"json_object\", \"schema\": {...}}, or "
@@ -110,9 +83,6 @@ def requested_schema(fmt) -> dict:
     else:
         raise ApiError(400, f"response_format.type must be \"json_schema\" or \"json_object\", got {kind!r}",
                        param="response_format.type")
-    if strict and (ignored := unenforced(schema)):
-        raise ApiError(400, f"strict: the layout would not enforce {', '.join(ignored)}; remove them, or send "
-                            "strict: false to have them ignored", param="response_format", code="schema_not_supported")
     return schema
 
 

@@ -13,8 +13,6 @@ import pytest
 
 from clover_struct import extract, load_model
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.notam import Notam
-from clover_struct.chat_request import unenforced
 from clover_struct.serve import create_app, in_thread, settled
 
 NOTICES = [json.loads(line)["text"] for line in
@@ -92,20 +90,14 @@ def test_instructor_in_json_schema_mode_returns_the_pydantic_instance(url, model
 
 
 def test_a_schema_that_cannot_be_laid_out_is_a_bad_request_with_the_reason(client):
-    unbounded = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}
+    remote = {"type": "object", "properties": {"a": {"$ref": "https://schemas.clover.invalid/a.json"}}}
     with pytest.raises(openai.BadRequestError) as e:
-        client.chat.completions.create(model="clover-mini", messages=user("x"), response_format=fmt(unbounded))
-    assert "a list needs a bound" in e.value.body["message"] and e.value.body["param"] == "response_format"
-    loose = {**CONTACT, "minProperties": 2}
-    with pytest.raises(openai.BadRequestError, match="strict: the layout would not enforce `minProperties`"):
-        client.chat.completions.create(model="clover-mini", messages=user("x"), response_format=fmt(loose, strict=True))
+        client.chat.completions.create(model="clover-mini", messages=user("x"), response_format=fmt(remote))
+    assert "points outside this schema" in e.value.body["message"] and e.value.body["param"] == "response_format"
+    checked = {**CONTACT, "minProperties": 2}   # strict holds: the record is checked against the schema as written
     reply = client.chat.completions.create(model="clover-mini", messages=user("Dana, floor 3"),
-                                           response_format=fmt(loose, strict=False))
+                                           response_format=fmt(checked, strict=True))
     assert set(json.loads(reply.choices[0].message.content)) == {"name", "priority", "floor"}
-
-
-def test_strict_accepts_the_schemas_the_package_ships():
-    assert unenforced(NoFlyZone.model_json_schema()) == unenforced(Notam.model_json_schema()) == []
 
 
 def test_without_a_response_format_the_answer_says_structured_output_only(client):
