@@ -64,10 +64,8 @@ class ValueRegex:
             return f'"(?:{content})"'
         if t is None or depth <= 0 and t not in ("array", "object"):
             return self.any(max(depth - 1, 0))
-        if depth <= 0:   # the nesting cut: still a list or an object, of scalars
-            one = self.any(0)
-            return (f"\\[(?:(?:{one})(?:, (?:{one}))*)?\\]" if t == "array"
-                    else f"\\{{(?:{KEY}: (?:{one})(?:, {KEY}: (?:{one}))*)?\\}}")
+        if depth <= 0:   # the nesting cut: still a list or an object, empty (more compiles for minutes)
+            return "\\[\\]" if t == "array" else "\\{\\}"
         if t == "array":
             return self.array(s, path, base, depth)
         if t == "object":
