@@ -126,8 +126,11 @@ class Extractor:
         columns = {f: [None if r is None else r.get(f) for r in records] for f in self.fields} if self.columns \
             else {"record": [None if r is None else json.dumps(r, ensure_ascii=False) for r in records]}
         columns["error"] = [why for _, why in pairs]
-        if frame:
-            return batch.assign(**{name: values for name, values in columns.items()})
+        if frame:   # object columns: None stays None (pandas' string dtype would make it NaN)
+            import pandas as pd
+
+            return batch.assign(**{name: pd.Series(_objects(values), index=batch.index, dtype=object)
+                                   for name, values in columns.items()})
         return {**batch, **{name: _objects(values) for name, values in columns.items()}}
 
 
