@@ -4,11 +4,12 @@
 # requirement would otherwise pull a multi-GB CUDA build.
 #   scripts/setup.sh          runtime only
 #   scripts/setup.sh demo     plus the demo extra (matplotlib, for the figure)
-#   scripts/setup.sh test     plus the test extra (pytest, hypothesis, transformers, outlines)
+#   scripts/setup.sh test     plus the test extra (pytest, hypothesis, transformers, outlines) and
+#                             the ray extra (Ray Data, pandas), which tests/test_distributed.py needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}   # the Makefile exports the same PYTHON
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
 extra=""
-case "${1:-}" in test) extra="[test]" ;; demo) extra="[demo]" ;; esac
+case "${1:-}" in test) extra="[test,ray]" ;; demo) extra="[demo]" ;; esac
 "$PY" -m pip install -q -e ".${extra}"

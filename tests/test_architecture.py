@@ -29,3 +29,9 @@ def test_the_engine_model_loads_nothing_of_the_extraction_stack():
 def test_the_package_face_is_lazy():
     assert loaded_after("import clover_struct") == {"clover_struct"}
     assert "clover_struct.api" in loaded_after("from clover_struct import extract")
+
+
+def test_ray_and_pandas_load_only_when_asked():
+    code = ("import sys; from clover_struct import Extractor, cli; import clover_struct.distributed; "
+            "print(' '.join(m for m in ('ray', 'pandas') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == ""

@@ -110,7 +110,8 @@ def test_ray_options_given_wrongly_are_one_line(tmp_path, model_dir, schema_file
     assert "pip install 'clover-struct[ray]'" in err and len(err.strip().splitlines()) == 1
 
 
-# ---- on the local cluster ------------------------------------------------------------------------
+# ---- on the local cluster: slow (its start and each run's workers, a model each, take tens of seconds) ----
+@pytest.mark.slow
 def test_ray_output_equals_the_single_process_output_and_resumes(cluster, tmp_path, model_dir, schema_file, capsys):
     f = feed(tmp_path / "feed.jsonl")
     common = ["--schema", schema_file, "--model", model_dir, "--batch-size", 2, "--quiet"]
@@ -131,6 +132,7 @@ def test_ray_output_equals_the_single_process_output_and_resumes(cluster, tmp_pa
     assert "ask for 1 to 2" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_and_repeats_no_record(cluster, tmp_path, model_dir, schema_file):
     f = feed(tmp_path / "feed.jsonl", broken=())
     common = ["--schema", "test_distributed:DyingZone", "--model", model_dir, "--batch-size", 2, "--quiet"]
@@ -143,6 +145,7 @@ def test_a_worker_killed_mid_run_loses_and_repeats_no_record(cluster, tmp_path, 
     assert got == lines(tmp_path / "one.jsonl")
 
 
+@pytest.mark.slow
 def test_the_extractor_under_ray_data_map_batches(cluster, model_dir):
     ray = pytest.importorskip("ray")
     rows = [{"id": i, "text": t} for i, t in enumerate(TEXTS + [""])]
