@@ -9,7 +9,8 @@ the 20 demo notices where it is absent) into a temporary file; clover-mini, the 
 Each configuration is one CLI run in a subprocess, timed end to end (interpreter, model load, Ray
 start included) and by the run's own clock (the CLI's --json `seconds`: from the first batch on,
 Ray's start and the workers' model load included); every run's output is compared with the
-single-process one.
+single-process one. Then, in this process: one process's time by part, and a Ray run's
+(cluster start, workers' start, decoding).
 """
 
 from __future__ import annotations
@@ -35,14 +36,18 @@ def cli_run(feed: Path, out: Path, batch_size: int, ray: int | None) -> dict:
                "--batch-size", str(batch_size), "--quiet", "--json"]
     if ray is not None:
         command += ["--ray", "--workers", str(ray)]
-    t0 = time.monotonic()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    wall = time.monotonic() - t0
+    for attempt in range(3):   # a local Ray start can time out on a loaded machine: counted, and tried again
+        t0 = time.monotonic()
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+        wall = time.monotonic() - t0
+        if "could not start or reach" not in done.stderr:
+            break
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
     summary = json.loads(done.stdout.splitlines()[-1])
     n = summary["succeeded"] + summary["failed"]
-    return {"workers": ray, "records": n, "wall_s": round(wall, 1), "run_s": summary["seconds"],
+    return {"workers": ray, "failed_ray_starts": attempt, "records": n, "wall_s": round(wall, 1), "run_s": summary["seconds"],
             "rec_per_s_wall": round(n / wall, 2), "rec_per_s_run": round(n / summary["seconds"], 2)}
 
 
@@ -93,6 +98,33 @@ def where_time_goes(texts: list[str], batch_size: int) -> dict:
             "forward_passes_per_record": round(passes / len(texts), 2), "write_s": round(write, 4)}
 
 
+def ray_phases(texts: list[str], workers: int, batch_size: int) -> dict:
+    """A --ray run's time split: the local cluster's start, the workers' start (interpreter, torch,
+    model, the schema's automata: what `ready()` waits for), then decoding alone."""
+    import ray
+
+    from clover_struct.distributed import RESTARTS, Worker
+    from clover_struct.schemas.notam import Notam
+
+    t0 = time.perf_counter()
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    start = time.perf_counter() - t0
+    try:
+        actor = ray.remote(Worker).options(num_cpus=1, max_restarts=RESTARTS, max_task_retries=RESTARTS)
+        t0 = time.perf_counter()
+        actors = [actor.remote(Notam, None, None, batch_size) for _ in range(workers)]
+        ray.get([a.ready.remote() for a in actors])
+        ready = time.perf_counter() - t0
+        batches = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
+        t0 = time.perf_counter()
+        ray.get([actors[k % workers].decode.remote(b) for k, b in enumerate(batches)])
+        decode = time.perf_counter() - t0
+    finally:
+        ray.shutdown()
+    return {"workers": workers, "ray_start_s": round(start, 1), "workers_ready_s": round(ready, 1),
+            "decode_s": round(decode, 1), "decode_rec_per_s": round(len(texts) / decode, 2)}
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=100, help="notices (default 100)")
@@ -109,9 +141,11 @@ def main(argv=None) -> None:
         for w in args.workers:
             rows.append(cli_run(feed, Path(d) / f"ray{w}.jsonl", args.batch_size, w))
             rows[-1]["same_output"] = (Path(d) / f"ray{w}.jsonl").read_bytes() == (Path(d) / "single.jsonl").read_bytes()
-        profile = where_time_goes([json.loads(line)["text"] for line in lines], args.batch_size)
+        texts = [json.loads(line)["text"] for line in lines]
+        profile = where_time_goes(texts, args.batch_size)
+        phases = [ray_phases(texts, w, args.batch_size) for w in args.workers]
     print(json.dumps({"source": source.name, "n": len(lines), "batch_size": args.batch_size, "runs": rows,
-                      "one_process": profile, "cpus": os.cpu_count(),
+                      "one_process": profile, "ray_phases": phases, "cpus": os.cpu_count(),
                       "date": time.strftime("%Y-%m-%d")}, indent=1))
 
 

@@ -181,8 +181,13 @@ def ray_decode(batches, schema, *, address: str | None, workers: int | None, mod
     started = not ray.is_initialized()
     if started:
         handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING)
+        try:
+            ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING)
+        except Exception as e:   # Ray's own start-up (seen: a local raylet timing out on a loaded machine)
+            where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+            raise CloverError(f"--ray: could not start or reach {where} ({type(e).__name__}: {e}); check the "
+                              "address, or on a busy machine run again (--resume goes on from what is written)") from e
         if threading.current_thread() is threading.main_thread():   # ray.init sets its own SIGTERM exit:
             for s, handler in handlers.items():                     # the CLI's stop-after-the-batch stays
                 signal.signal(s, handler)
