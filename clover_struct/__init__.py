@@ -1,6 +1,7 @@
 """clover-struct: structured extraction and linked decisions with a block-diffusion LM.
 
     from clover_struct import extract, extract_many, decide, load_model
+    from clover_struct import Extractor     # for Ray Data, Spark and Dask (clover_struct.distributed)
 
 Names load their module on first use (PEP 562): importing the package, or any part
 of it such as `clover_struct.engine`, loads nothing else.
@@ -10,7 +11,7 @@ from importlib import import_module
 
 _NAMES = {"extract": "api", "extract_many": "api", "load_model": "api",
           "decide": "linked", "implies": "linked", "excludes": "linked", "exactly_one": "linked",
-          "predicate": "linked",
+          "predicate": "linked", "Extractor": "distributed",
           "CloverError": "errors", "CheckpointError": "errors", "UsageError": "errors",
           "SchemaError": "errors", "ExtractionError": "errors", "InternalError": "errors"}
 

@@ -27,7 +27,8 @@ import traceback
 from pathlib import Path
 
 from .batch_io import CliError, OutputLock, Sink, count, done_sources, files, records, roots
-from .errors import CheckpointError, CloverError, ExtractionError, SchemaError, UsageError
+from .distributed import decode_batch, outcome
+from .errors import CheckpointError, CloverError, SchemaError, UsageError
 
 COMMANDS: dict = {}                    # name -> (function, help, arguments)
 EXIT_CODES = """exit codes:
@@ -163,20 +164,29 @@ def progress_bar(total: int | None, done: int, on: bool):
                 smoothing=0.05)
 
 
-def decode_batch(texts: list[str], schema, model, batch_size: int) -> list:
-    """api.extract_many over one batch; should it fail as a whole (it isolates records itself),
-    each text is decoded alone, so the failure stays with its record. Mistakes of the setup
-    (UsageError, SchemaError, CheckpointError) stop the run: every record would fail alike."""
-    from .api import extract_many, internal_failure
+def local_decode(batches, schema, model, batch_size: int):
+    """(batch, outcomes) for each batch of (source, text, why) records: an outcome per readable text."""
+    for batch in batches:
+        texts = [text for _, text, why in batch if why is None]
+        yield batch, [outcome(v) for v in decode_batch(texts, schema, model, batch_size)] if texts else []
 
+
+def check_ray(args) -> None:
+    """CliError for --ray/--workers given wrongly, or --ray without Ray installed."""
+    if args.ray is None:
+        if args.workers is not None:
+            raise CliError("--workers needs --ray (a single process has one worker)")
+        return
+    if args.workers is not None and args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    if args.ray and os.path.lexists(args.ray):
+        raise CliError(f"--ray took `{args.ray}` as the cluster's address, but it is a file; put --ray after the "
+                       "inputs, or write --ray=ADDRESS")
+    from .distributed import import_ray
     try:
-        return extract_many(texts, schema, model=model, batch_size=batch_size)
-    except (UsageError, SchemaError, CheckpointError):
-        raise
-    except Exception as e:
-        if len(texts) == 1:
-            return [internal_failure("extraction", e)]
-        return [decode_batch([t], schema, model, 1)[0] for t in texts]
+        import_ray()
+    except UsageError as e:
+        raise CliError(str(e)) from None
 
 
 def error_path(out: Path) -> Path:
@@ -193,6 +203,10 @@ def error_path(out: Path) -> Path:
          arg("--resume", action="store_true", help="skip records already in OUT and its errors file"),
          arg("--quiet", action="store_true", help="no progress bar"),
          arg("--json", action="store_true", help="print the summary as a JSON object on stdout"),
+         arg("--ray", nargs="?", const="", metavar="ADDRESS", help="decode on a Ray cluster (the one at ADDRESS, "
+             "else a local one; pip install 'clover-struct[ray]'); the output is the same"),
+         arg("--workers", type=int, metavar="N", help="with --ray: decoding workers, a model each (default: one "
+             "per CPU of the cluster, or per GPU with --device cuda)"),
          epilog=EXIT_CODES)
 def extract(args) -> int:
     from .api import model_lock, prepare
@@ -201,11 +215,13 @@ def extract(args) -> int:
         raise CliError("--batch-size must be at least 1")
     if args.resume and not args.output:
         raise CliError("--resume needs -o OUT (it reads what OUT already holds)")
+    check_ray(args)
     paths = roots(args.inputs)
     schema = load_spec(args.schema)
-    model = load_model(args.model, args.device)
-    with model_lock(model):
-        prepare(schema, model)   # the schema checked, and its automata built, before the first record
+    if args.ray is None:
+        model = load_model(args.model, args.device)
+        with model_lock(model):
+            prepare(schema, model)   # the schema checked, and its automata built, before the first record
     out = Path(args.output) if args.output else None
     err = error_path(out) if out else None
     if out is not None:
@@ -223,21 +239,25 @@ def extract(args) -> int:
         bar = progress_bar(count(paths, exclude) if on else None, ok + failed_before, on)
         new_ok, new_failed, t0 = 0, 0, time.monotonic()
         stream = (r for r in records(files(paths, exclude), args.text_field) if r[0] not in done)
+        # the next batch, or [] (the end) once the input is read or a signal came
+        batches = iter(lambda: [] if stop.signal else list(itertools.islice(stream, args.batch_size)), [])
+        if args.ray is None:
+            decoded = local_decode(batches, schema, model, args.batch_size)
+        else:
+            from .distributed import ray_decode
+            decoded = ray_decode(batches, schema, address=args.ray, workers=args.workers, device=args.device,
+                                 model=args.model and str(Path(args.model).resolve()), batch_size=args.batch_size)
         try:
-            while stop.signal is None and (batch := list(itertools.islice(stream, args.batch_size))):
-                texts = [text for _, text, why in batch if why is None]
-                values = iter(decode_batch(texts, schema, model, args.batch_size) if texts else ())
+            for batch, outcomes in decoded:
+                outcomes = iter(outcomes)
                 if bar is not None:
                     bar.clear()
                 for source, _, why in batch:
-                    value = next(values) if why is None else None
-                    if why is None and not isinstance(value, CloverError):
-                        record = value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+                    record, reason = next(outcomes) if why is None else (None, why)
+                    if reason is None:
                         sinks[0].write({"source": source, "record": record})
                         new_ok += 1
                     else:
-                        reason = why or (value.reason if isinstance(value, ExtractionError) and value.path == ""
-                                         else str(value))
                         sinks[1].write({"source": source, "error": reason})
                         new_failed += 1
                     if bar is not None:
@@ -245,6 +265,7 @@ def extract(args) -> int:
                 for sink in sinks:
                     sink.sync()
         finally:
+            decoded.close()   # the Ray workers stopped, and a local cluster shut down
             if bar is not None:
                 bar.close()
             for sink in sinks:

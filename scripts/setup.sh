@@ -4,12 +4,12 @@
 # requirement would otherwise pull a multi-GB CUDA build.
 #   scripts/setup.sh          runtime only
 #   scripts/setup.sh demo     plus the demo extra (matplotlib, for the figure)
-#   scripts/setup.sh test     plus the test and serve extras (pytest, hypothesis, transformers, outlines,
-#                             openai, instructor; starlette, uvicorn)
+#   scripts/setup.sh test     plus the test, serve and ray extras (pytest, hypothesis, transformers,
+#                             outlines, openai, instructor; starlette, uvicorn; Ray Data, pandas)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}   # the Makefile exports the same PYTHON
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
 extra=""
-case "${1:-}" in test) extra="[test,serve]" ;; demo) extra="[demo]" ;; esac
+case "${1:-}" in test) extra="[test,serve,ray]" ;; demo) extra="[demo]" ;; esac
 "$PY" -m pip install -q -e ".${extra}"

@@ -35,3 +35,9 @@ def test_the_server_stack_loads_only_for_serve():
     code = "import sys, clover_struct.cli, clover_struct.api; print(sorted(m for m in ('starlette', 'uvicorn', " \
            "'clover_struct.serve') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+
+
+def test_ray_and_pandas_load_only_when_asked():
+    code = ("import sys; from clover_struct import Extractor, cli; import clover_struct.distributed; "
+            "print(' '.join(m for m in ('ray', 'pandas') if m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == ""

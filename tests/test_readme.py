@@ -1,6 +1,7 @@
 """Every code block of the README runs as written, from the repository root, on the embedded model.
 
-`make test` is the one block not run here: it is what CI runs, and it runs this test."""
+`make test` is not run here: it is what CI runs, and it runs this test. Nor are blocks fenced
+`python not-run` (Spark and Dask, which the tests do not install): they are compiled only."""
 
 import re
 import subprocess
@@ -10,12 +11,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"), re.M | re.S)
+FENCES = re.findall(r"^```(\w*)( not-run)?\n(.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"),
+                    re.M | re.S)
+BLOCKS = [(lang, code) for lang, skip, code in FENCES if not skip]
 RUN = [(lang, code) for lang, code in BLOCKS if not code.startswith("make test")]
 
 
 def test_every_block_has_a_language_that_runs():
     assert len(BLOCKS) >= 8 and all(lang in ("python", "sh") for lang, _ in BLOCKS)
+    assert all(lang == "python" for lang, skip, _ in FENCES if skip)
+
+
+@pytest.mark.parametrize("code", [code for _, skip, code in FENCES if skip])
+def test_the_blocks_not_run_compile(code):
+    compile(code, "README.md", "exec")
 
 
 @pytest.mark.slow

@@ -1,0 +1,237 @@
+"""Extraction over many processes: `Extractor` for data frameworks (Ray Data's map_batches,
+Spark's mapInPandas, Dask's map_partitions), and the Ray driver of `clover-struct extract --ray`.
+
+`Extractor` maps a batch of texts (a dict of numpy arrays, or a pandas DataFrame) to the same
+batch plus the record (as JSON, or its fields as columns) and an `error` column. It loads its
+model in its constructor and pickles as its arguments: a copy loads the model where it lands,
+once per process, and never ships weights.
+
+`ray_decode` keeps on the driver all that the single-process run does there: the CLI reads the
+inputs (so source names and the reasons of unreadable inputs are the same), forms the batches
+in the same order and size, and writes every line. Ray actors, one model each, only decode.
+Results come back in input order, so the output is the single-process output line for line.
+Ray restarts an actor that dies and retries its calls (RESTARTS); since only the driver writes,
+and writes a batch once its result has arrived, a retried batch is written once.
+
+Imports neither ray nor pandas: ray only when the CLI is asked for it, and a DataFrame is used
+through its own methods.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from collections import deque
+from pathlib import Path
+
+from .errors import CheckpointError, CloverError, ExtractionError, SchemaError, UsageError
+
+RESTARTS = 3        # a dead actor is restarted, and its calls retried, this many times before the run stops
+WINDOW = 2          # batches in flight per actor: one decoding, one waiting, so no actor idles
+
+_MODELS: dict = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def shared_model(source=None, device=None):
+    """The model in directory `source` (None: the embedded clover-mini), loaded once per process."""
+    from .api import load_model
+
+    key = (None if source is None else str(source), device)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            _MODELS[key] = load_model(source, device=device)
+        return _MODELS[key]
+
+
+def decode_batch(texts: list, schema, model, batch_size: int) -> list:
+    """api.extract_many over one batch; should it fail as a whole (it isolates records itself),
+    each text is decoded alone, so the failure stays with its record. Mistakes of the setup
+    (UsageError, SchemaError, CheckpointError) are raised: every record would fail alike."""
+    from .api import extract_many, internal_failure
+
+    try:
+        return extract_many(texts, schema, model=model, batch_size=batch_size)
+    except (UsageError, SchemaError, CheckpointError):
+        raise
+    except Exception as e:
+        if len(texts) == 1:
+            return [internal_failure("extraction", e)]
+        return [decode_batch([t], schema, model, 1)[0] for t in texts]
+
+
+def outcome(value) -> tuple:
+    """(record as JSON data, None), or (None, why it failed), for one result of extract_many."""
+    if isinstance(value, CloverError):
+        return None, value.reason if isinstance(value, ExtractionError) and value.path == "" else str(value)
+    return (value.model_dump(mode="json") if hasattr(value, "model_dump") else value), None
+
+
+def _rebuild(cls, args):
+    return cls(**args)
+
+
+class Extractor:
+    """Texts in a batch -> records, for data frameworks; the model is loaded once, in the constructor.
+
+        ds.map_batches(Extractor, fn_constructor_kwargs={"schema": Notam}, concurrency=4, batch_size=16)
+
+    `schema`: a pydantic model class (importable where the workers run) or a JSON Schema dict.
+    `model`: a model directory, a loaded model, or None for the embedded clover-mini. `device`:
+    where a model loaded from a directory goes ("cuda" beside Ray's num_gpus=1). `batch_size`:
+    texts decoded jointly. The output is the input batch, of the same kind, plus `record` (the
+    record as a JSON string; None where it failed) and `error` (None, or why the record failed);
+    with `columns=True`, the record's top-level fields are columns of their own instead of `record`.
+    """
+
+    def __init__(self, schema, model=None, text_field: str = "text", batch_size: int = 16, *,
+                 columns: bool = False, device: str | None = None):
+        from .api import check_options, model_lock, prepare
+
+        check_options(batch_size=batch_size)
+        if not isinstance(text_field, str):
+            raise UsageError(f"text_field names the column of the texts, a str, not {text_field!r}")
+        loaded = hasattr(model, "config")
+        if model is not None and not loaded and not isinstance(model, (str, Path)):
+            raise UsageError(f"model= takes a model directory, a loaded model or None (the embedded "
+                             f"clover-mini), not a {type(model).__name__}")
+        source = getattr(model, "source", None) if loaded else model
+        self._args = dict(schema=schema, model=source if loaded and source else model, text_field=text_field,
+                          batch_size=batch_size, columns=columns, device=device)
+        self.schema, self.text_field, self.batch_size, self.columns = schema, text_field, batch_size, columns
+        self.model = model if loaded else shared_model(model, device)
+        with model_lock(self.model):
+            _, canvas, _ = prepare(schema, self.model)   # the schema checked, its automata built, once
+        self.fields = list(schema.model_fields) if hasattr(schema, "model_fields") else \
+            list(canvas.schema.get("properties", {}))
+
+    def __reduce__(self):   # pickled as its arguments: the copy loads (or reuses) its model where it lands
+        return _rebuild, (type(self), self._args)
+
+    def __call__(self, batch):
+        frame = hasattr(batch, "iloc")   # a pandas DataFrame (Spark, Dask, Ray's batch_format="pandas")
+        names = [str(c) for c in (batch.columns if frame else batch)]
+        if self.text_field not in names:
+            raise UsageError(f"the batch has no column `{self.text_field}` (it has {', '.join(names) or 'none'}); "
+                             "name the column of the texts with text_field=")
+        new = (self.fields if self.columns else ["record"]) + ["error"]
+        if clash := [c for c in new if c in names and c != self.text_field]:
+            raise UsageError(f"the batch already has column(s) {', '.join(clash)}, which the output adds; rename "
+                             "or drop them first")
+        texts = [str(t) if isinstance(t, str) else t for t in batch[self.text_field]]   # numpy's str_ -> str
+        pairs = [outcome(v) for v in decode_batch(texts, self.schema, self.model, self.batch_size)] if texts else []
+        records = [r for r, _ in pairs]
+        columns = {f: [None if r is None else r.get(f) for r in records] for f in self.fields} if self.columns \
+            else {"record": [None if r is None else json.dumps(r, ensure_ascii=False) for r in records]}
+        columns["error"] = [why for _, why in pairs]
+        if frame:   # object columns: None stays None (pandas' string dtype would make it NaN)
+            import pandas as pd
+
+            return batch.assign(**{name: pd.Series(_objects(values), index=batch.index, dtype=object)
+                                   for name, values in columns.items()})
+        return {**batch, **{name: _objects(values) for name, values in columns.items()}}
+
+
+def _objects(values: list):
+    """A numpy array of Python objects (dicts and lists stay whole, never a 2-D array)."""
+    import numpy as np
+
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = v
+    return out
+
+
+class Worker:
+    """A Ray actor of `clover-struct extract --ray`: one model, decoding the driver's batches. A
+    mistake of the setup (model, schema) is kept and told by ready(), so the driver raises it."""
+
+    def __init__(self, schema, model, device, batch_size: int):
+        from .api import model_lock, prepare
+
+        self.schema, self.batch_size, self.error = schema, batch_size, None
+        try:
+            self.model = shared_model(model, device)
+            with model_lock(self.model):
+                prepare(schema, self.model)
+        except CloverError as e:
+            self.error = e
+
+    def ready(self):
+        return self.error
+
+    def decode(self, texts: list[str]) -> list[tuple]:
+        return [outcome(v) for v in decode_batch(texts, self.schema, self.model, self.batch_size)]
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--ray needs Ray: pip install 'clover-struct[ray]' (or pip install 'ray[data]')") from None
+    return ray
+
+
+def ray_decode(batches, schema, *, address: str | None, workers: int | None, model, device, batch_size: int):
+    """(batch, outcomes) for each batch of (source, text, why) records, in order, the texts decoded
+    by Ray actors; the cluster at `address`, or a local one (an already started one is used as it is)."""
+    ray = import_ray()
+    started = not ray.is_initialized()
+    if started:
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING)
+        except Exception as e:   # Ray's own start-up (seen: a local raylet timing out on a loaded machine)
+            where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+            raise CloverError(f"--ray: could not start or reach {where} ({type(e).__name__}: {e}); check the "
+                              "address, or on a busy machine run again (--resume goes on from what is written)") from e
+        if threading.current_thread() is threading.main_thread():   # ray.init sets its own SIGTERM exit:
+            for s, handler in handlers.items():                     # the CLI's stop-after-the-batch stays
+                signal.signal(s, handler)
+    actors = []
+    try:
+        gpu = bool(device) and str(device).startswith("cuda")
+        kind = "GPU" if gpu else "CPU"
+        have = int(ray.cluster_resources().get(kind, 0))
+        n = workers or have
+        if n < 1 or n > have:
+            raise UsageError(f"--workers {n}: the Ray cluster has {have} {kind}(s) and each worker takes one; "
+                             f"ask for 1 to {have}" if have else f"the Ray cluster has no {kind}; "
+                             + ("add GPU nodes or leave out --device" if gpu else "add CPU nodes"))
+        actor = ray.remote(Worker).options(num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
+                                           max_restarts=RESTARTS, max_task_retries=RESTARTS)
+        actors = [actor.remote(schema, model, device, batch_size) for _ in range(n)]
+        for error in ray.get([a.ready.remote() for a in actors]):
+            if error is not None:
+                raise error
+        pending: deque = deque()
+        for k, batch in enumerate(batches):
+            texts = [text for _, text, why in batch if why is None]
+            pending.append((batch, actors[k % n].decode.remote(texts) if texts else None))
+            if len(pending) >= WINDOW * n:
+                yield _arrived(ray, *pending.popleft())
+        while pending:
+            yield _arrived(ray, *pending.popleft())
+    finally:
+        for a in actors:
+            ray.kill(a)
+        if started:
+            ray.shutdown()
+
+
+def _arrived(ray, batch, ref):
+    if ref is None:
+        return batch, []
+    try:
+        return batch, ray.get(ref)
+    except ray.exceptions.RayTaskError as e:   # a mistake of the setup the workers met (a CloverError)
+        if isinstance(e.cause, CloverError):
+            raise e.cause from None
+        raise
+    except ray.exceptions.RayActorError as e:
+        raise CloverError(f"a Ray worker died {RESTARTS + 1} times decoding one batch ({e.__class__.__name__}); "
+                              "what is written is complete: look at the workers' logs (out of memory?), then "
+                              "run again with --resume") from None
