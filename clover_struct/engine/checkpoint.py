@@ -232,14 +232,23 @@ def load_model(path: str | Path, *, device=None, dtype=None):
     return model.eval()
 
 
+def read_tokenizer(root: Path, vocab_size: int) -> Tokenizer | None:
+    """The directory's tokenizer.json (None without one); CheckpointError if it has more
+    tokens than the model's vocabulary."""
+    if not (root / "tokenizer.json").is_file():
+        return None
+    tokenizer = Tokenizer.from_file(root / "tokenizer.json")
+    if tokenizer.vocab_size > vocab_size:
+        raise CheckpointError(f"{root}: tokenizer.json has {tokenizer.vocab_size} tokens but config.json "
+                              f"vocab_size is {vocab_size}: the tokenizer belongs to another model")
+    return tokenizer
+
+
 def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> CloverModel:
     """A Clover (or Qwen3.5-MoE) directory: config, tokenizer and weights, every tensor checked."""
     config = ModelConfig.from_dict(config, source=str(root / "config.json"))
-    tokenizer = Tokenizer.from_file(root / "tokenizer.json") if (root / "tokenizer.json").is_file() else None
+    tokenizer = read_tokenizer(root, config.vocab_size)
     if tokenizer is not None:
-        if tokenizer.vocab_size > config.vocab_size:
-            raise CheckpointError(f"{root}: tokenizer.json has {tokenizer.vocab_size} tokens but config.json "
-                                  f"vocab_size is {config.vocab_size}: the tokenizer belongs to another model")
         for key, found in (("mask_token_id", tokenizer.mask_id), ("pad_token_id", tokenizer.pad_id),
                            ("eos_token_id", tokenizer.eos_id)):
             if getattr(config, key) is None:

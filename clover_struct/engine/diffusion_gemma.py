@@ -33,11 +33,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .cache import PrefixCache
-from .checkpoint import open_tensors, read_tensor, weight_files
+from .checkpoint import open_tensors, read_tensor, read_tokenizer, weight_files
 from .diffusion_gemma_config import DiffusionGemmaConfig
 from .diffusion_gemma_layers import Attention, Layer, Pass, RMSNorm, SelfConditioning, rms_norm
 from .errors import CheckpointError, UsageError
-from .tokenizer import Tokenizer
 
 
 def _empty_cache(input_ids, lengths) -> PrefixCache:
@@ -205,11 +204,8 @@ def read_weights(files: list[Path], model: DiffusionGemma) -> dict[str, torch.Te
 def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> DiffusionGemma:
     """A DiffusionGemma directory: config (text_config), tokenizer and weights, every tensor checked."""
     config = DiffusionGemmaConfig.from_dict(config, source=str(root / "config.json"))
-    tokenizer = Tokenizer.from_file(root / "tokenizer.json") if (root / "tokenizer.json").is_file() else None
+    tokenizer = read_tokenizer(root, config.vocab_size)
     if tokenizer is not None:
-        if tokenizer.vocab_size > config.vocab_size:
-            raise CheckpointError(f"{root}: tokenizer.json has {tokenizer.vocab_size} tokens but config.json "
-                                  f"vocab_size is {config.vocab_size}: the tokenizer belongs to another model")
         config.pad_token_id = tokenizer.pad_id if config.pad_token_id is None else config.pad_token_id
         if config.eos_token_id is None and tokenizer.eos_id is not None:
             config.eos_token_id, config.eos_token_ids = tokenizer.eos_id, (tokenizer.eos_id,)
