@@ -20,6 +20,9 @@ Threads: calls that share a tokenizer (every call on one model) are serialised b
 lock (`model_lock`): the model's forward passes and the tables built per tokenizer
 (automata, verbatim pieces, canvases) are not shared between threads while they run.
 Models with tokenizers of their own decode in parallel.
+
+Over 400 lines because the boundary is here: each check of a call's arguments says what to
+pass instead, and they sit beside the calls they guard.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ written a line per call and fsync'ed per batch, so a run stopped at any moment (
 a kill, a power cut) resumes (`--resume`) to exactly the records of an uninterrupted run.
 SIGINT and SIGTERM stop it after the batch in hand; a lock file keeps a second run off
 the same OUT. The exit codes are EXIT_CODES.
+
+Over 400 lines: one table of commands (COMMANDS) with each command's function; the file
+I/O is batch_io.py's, the Ray driver distributed.py's.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ an empty list, null). What cannot be laid out or satisfied is refused with a Sch
 that names the field and what to use instead. References and compositions are read by
 schema_refs.py. Knows nothing of torch or models; it compiles no automata except to size
 a slot that needs more tokens than its estimate (constraints.min_tokens).
+
+One file over 400 lines: the Builder is one walk whose methods share its state (the pieces
+written so far, the open groups, the references being followed, marks to roll back to);
+split across modules, that state would travel as arguments.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ token is counted once, and the history state committed after a block is the
 forward (causal) state, so block mode with a cache is exact.
 
 Knows nothing of schemas or text: token ids in, logits out.
+
+Over 400 lines: one family's layers, and its uncached reference and cached path through one
+`_run`, kept together so the two cannot drift apart.
 """
 
 from __future__ import annotations
