@@ -129,8 +129,8 @@ class Document:
             word = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
             if word and (s.get("type") == "object" or "properties" in s) and \
                     all(isinstance(m, dict) and set(m) <= KEY_RULES for m in s[word]):
-                s = {k: v for k, v in s.items() if k != word}   # rules over an object's keys: the final check's
-                continue
+                s = {k: v for k, v in s.items() if k not in (word, "x-union")}   # rules over an object's keys:
+                continue                                                          # the final check's
             if word and "discriminator" not in s and not s.get("x-union"):
                 members = [m for m in s[word] if not _is_null(m)]
                 out.nullable |= len(members) < len(s[word])

@@ -43,10 +43,12 @@ class Options:
     default_tokens: int = DEFAULT_STRING_TOKENS   # budget of a string without max_length
     items: tuple[int, ...] = (8, 3, 2)            # entries of an open list or map, by nesting depth
     depth: int = 2                                # times a recursive reference is followed again
+    optional: bool = True                         # False: a JSON Schema's optional keys are left out
 
 
 # Tried in order until the canvas fits the room given (only schemas with open parts differ).
-SHRINK = (Options(), Options(items=(4, 2, 1), depth=1), Options(items=(2, 1), depth=1), Options(items=(1,), depth=0))
+SHRINK = (Options(), Options(items=(4, 2, 1), depth=1), Options(items=(2, 1), depth=1), Options(items=(1,), depth=0),
+          Options(items=(1,), depth=0, optional=False))
 
 
 class _TooDeep(Exception):
@@ -177,8 +179,10 @@ class Builder:
         for key, sub in props.items():
             if key == skip or (sub is False and key not in required):   # a key no value may have
                 continue
-            if room is not None and len(fields) >= room - (skip is not None) and key not in required:
+            if key not in required and (room is not None and len(fields) >= room - (skip is not None)
+                                        or self.strict and not self.options.optional):
                 continue
+            self.open_parts |= self.strict and key not in required   # leaving it out would shrink the canvas
             mark = self.mark()
             self.text(f"{lead}{json.dumps(key, ensure_ascii=False)}: ")
             try:
