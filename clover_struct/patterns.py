@@ -23,7 +23,7 @@ INT_DIGITS = 12             # digits of an integer not bounded on both sides
 FLOAT_INT_DIGITS = 9        # integer digits of such a float
 FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in degrees)
 
-WIDE_REPEAT = 8             # a user's {m,n} wider than this is written {m,} (see content_pattern)
+WIDE_REPEAT = 12            # a user's {m,n} wider than this is written {m,} (see content_pattern)
 STRING_TOKENS_CAP = 128     # most tokens a string slot takes from max_length alone (max_tokens overrides)
 
 SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescaped

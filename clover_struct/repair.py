@@ -76,7 +76,7 @@ def finish(d: Decoded) -> Any:
     """Validate a decoded canvas, falling back to next-best values for fields that fail."""
     canvas = d.canvas
     tried: set[int] = set()
-    for _ in range(2 * len(canvas.slots) + 1):  # each round repairs a different field or drops repeats
+    for _ in range(2 * len(canvas.slots) + len(canvas.groups) + 1):   # a field mended, or a part dropped
         try:
             for i, s in enumerate(canvas.slots):
                 if s.checked and not canvas.is_empty(d.ids, i):
@@ -89,6 +89,9 @@ def finish(d: Decoded) -> Any:
             if getattr(e, "keyword", None) == "uniqueItems" and (ids := _without_repeats(d, e.path)):
                 d.ids = ids   # a repeated optional item adds nothing: drop it, then check again
                 continue
+            if i is not None and canvas.slots[i].path.endswith(":key") and not canvas.groups[canvas.slots[i].group].required:
+                d.ids = _emptied(canvas, d.ids, canvas.slots[i].group)   # an optional map entry whose key fails
+                continue                                                 # (a repeated key): dropped
             if i is None:   # a check across fields (a model validator, a JSON Schema's object or list)
                 return _repair_record(d, e)
             if i in tried or canvas.slots[i].kind == "choice":

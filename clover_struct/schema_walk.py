@@ -28,7 +28,7 @@ from typing import Any
 from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, number_pattern,
-                       string_content)
+                       plain_width, string_content)
 from .schema_refs import Document, merge
 from .value_regex import ANY_DEPTH, ValueRegex
 
@@ -200,15 +200,19 @@ class Builder:
             for p, sub in patterns.items():
                 entries += self.entries(path, sub, content_key(p, path), fixed or bool(entries), base, left)
             if isinstance(extra, dict) or (extra is True and not props and not patterns and skip is None):
-                names = s.get("propertyNames")
-                key = content_key(names.get("pattern"), path) if isinstance(names, dict) and "pattern" in names \
-                    else f"{CHAR}+"
+                names = s.get("propertyNames") if isinstance(s.get("propertyNames"), dict) else {}
+                names = self.doc.resolve(names, path, base).schema
+                key, width = f"{CHAR}+", None
+                if isinstance(names.get("enum"), list) and all(isinstance(k, str) for k in names["enum"]):
+                    key = "|".join(literal(json.dumps(k, ensure_ascii=False)[1:-1]) for k in names["enum"])
+                elif "pattern" in names:
+                    key, width = content_key(names["pattern"], path), plain_width(names["pattern"])
                 entries += self.entries(path, extra if isinstance(extra, dict) else {}, key, fixed or bool(entries),
-                                        base, left, s.get("minProperties", 0) - len(fields))
+                                        base, left, s.get("minProperties", 0) - len(fields), width)
         self.text(tail)
         return ObjectNode(tuple(fields), MapNode(tuple(entries)) if entries else None)
 
-    def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0) -> list:
+    def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0, key_width=None) -> list:
         """Up to Options.items map entries `"key": value`, each a group (an optional item)."""
         self.open_parts = True
         cap = self.cap(room, least)
@@ -218,7 +222,8 @@ class Builder:
             epath = f"{path}{{{k}}}"
             g = self.open("item", epath, required=k < least, prev=prev)
             self.text((", " if after_fixed or k else "") + '"')
-            key = self.slot(f"{epath}:key", "string", self.budget_of(f"{epath}:key", KEY_TOKENS), pattern=key_pattern)
+            key = self.slot(f"{epath}:key", "string", self.budget_of(f"{epath}:key", KEY_TOKENS), pattern=key_pattern,
+                            length=(1, key_width) if key_width else None)
             self.text('": ')
             out.append((g, key, self.close(g, self.value(sub, epath, base=base))))
             prev = g
