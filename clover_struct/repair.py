@@ -89,9 +89,10 @@ def finish(d: Decoded) -> Any:
             if getattr(e, "keyword", None) == "uniqueItems" and (ids := _without_repeats(d, e.path)):
                 d.ids = ids   # a repeated optional item adds nothing: drop it, then check again
                 continue
-            if i is not None and canvas.slots[i].path.endswith(":key") and not canvas.groups[canvas.slots[i].group].required:
-                d.ids = _emptied(canvas, d.ids, canvas.slots[i].group)   # an optional map entry whose key fails
-                continue                                                 # (a repeated key): dropped
+            entry = canvas.slots[i].group if i is not None and canvas.slots[i].path.endswith(":key") else None
+            if entry is not None and not canvas.groups[entry].required:
+                d.ids = _emptied(canvas, d.ids, entry)   # an optional map entry whose key fails (repeats): dropped
+                continue
             if i is None:   # a check across fields (a model validator, a JSON Schema's object or list)
                 return _repair_record(d, e)
             if i in tried or canvas.slots[i].kind == "choice":
