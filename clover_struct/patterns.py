@@ -83,7 +83,8 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
         size, length = hi or max(default_tokens, lo), (lo, hi) if lo or hi is not None else None
         if pattern is not None and (width := plain_width(pattern)) is not None:
             size = max(min(size, width), 1)  # no value of the pattern is longer
-            length = (lo, width if hi is None else min(hi, width))   # the counter bounds loosened repeats
+            if any(int(m[2]) - int(m[1]) > WIDE_REPEAT for m in _COUNTED.finditer(pattern)):
+                length = (lo, width if hi is None else min(hi, width))   # the counter bounds loosened repeats
     checks += [("min_length", lo)] * (lo > 0) + [("max_length", hi)] * (hi is not None)
     return content, size, length, checks
 
