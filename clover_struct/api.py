@@ -185,16 +185,32 @@ def prepare(schema, model=None, max_tokens: int | None = None):
         error = CheckpointError if source else UsageError
         raise error(f"{Path(source) / 'tokenizer.json' if source else 'this model'}: no tokenizer; extraction "
                     "needs one: put the checkpoint's tokenizer.json in its directory")
-    mask, pad = canvas_marks(model)
+    canvas_marks(model)   # a model that cannot mark a canvas, before the schema's own errors
     if hasattr(schema, "model_json_schema") and not isinstance(schema, type):
         raise UsageError(f"schema: pass the class {type(schema).__name__} itself, not an instance of it")
     if isinstance(schema, (str, Path)) and not Path(schema).is_file():
         raise UsageError(f"schema {str(schema)!r}: no such JSON Schema file; pass a pydantic model class, "
                          "a JSON Schema dict, or the path of a .json file")
+    canvas = lay_out(schema, model, max_tokens)
     try:
-        canvas = build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=mask, pad_id=pad,
-                              context=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
         automata = compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
+    except CloverError:
+        raise
+    except Exception as e:   # our own bug: still one kind of error for the caller
+        raise SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
+                              "in clover-struct: please report it with the schema") from e
+    return model, canvas, automata
+
+
+def lay_out(schema, model, max_tokens: int | None = None, fit: bool = True):
+    """The schema's canvas over `model`'s tokenizer, within 3/4 of its context where open parts
+    allow; SchemaError if it cannot be laid out, or with `fit`, if it exceeds the context."""
+    cfg = model.config
+    mask, pad = canvas_marks(model)
+    try:
+        return build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=mask, pad_id=pad,
+                            room=cfg.max_position_embeddings * 3 // 4,
+                            context=cfg.max_position_embeddings if fit else None, vocab_size=cfg.vocab_size)
     except CloverError:
         raise
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -202,7 +218,6 @@ def prepare(schema, model=None, max_tokens: int | None = None):
     except Exception as e:   # the schema walk's own bug: still one kind of error for the caller
         raise SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
                               "in clover-struct: please report it with the schema") from e
-    return model, canvas, automata
 
 
 def encode_prompt(model, text, canvas, truncate: bool = False) -> list[int]:

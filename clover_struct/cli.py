@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .batch_io import CliError, OutputLock, Sink, count, done_sources, files, records, roots
 from .distributed import decode_batch, outcome
-from .errors import CheckpointError, CloverError, SchemaError, UsageError
+from .errors import CheckpointError, CloverError, UsageError
 
 COMMANDS: dict = {}                    # name -> (function, help, arguments)
 EXIT_CODES = """exit codes:
@@ -109,24 +109,11 @@ def load_model(directory: str | None, device: str | None = None):
 def canvas_of(schema, model, *, fit: bool = True):
     """The schema's canvas over the model's tokenizer (SchemaError if it cannot be laid out,
     or with `fit`, if it does not fit the model's context)."""
-    from .api import canvas_marks
-    from .schema_walk import build_canvas
+    from .api import lay_out
 
-    cfg = model.config
     if model.tokenizer is None:
         raise CliError(f"{model.source}: the model needs tokenizer.json to extract")
-    mask, pad = canvas_marks(model)
-    try:
-        canvas = build_canvas(schema, model.tokenizer, mask_id=mask, pad_id=pad,
-                              room=cfg.max_position_embeddings * 3 // 4, vocab_size=cfg.vocab_size)
-    except CloverError:
-        raise
-    except Exception as e:   # the schema walk's own failure: one line, like every other error
-        raise SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
-                              "in clover-struct: please report it with the schema") from e
-    if fit:
-        canvas.check_fits(cfg.max_position_embeddings)
-    return canvas
+    return lay_out(schema, model, fit=fit)
 
 
 class Stop:
