@@ -58,6 +58,8 @@ def main(argv=None) -> int:
             zone = e
             print(f"zone: not extracted ({e}); every answer is the model's")
         else:
+            if not zone.defines_zone:
+                print("zone: the notice was read as defining no zone")
             print(f"zone: {zone.radius_m} m around ({zone.center_lat}, {zone.center_lon}), "
                   f"{zone.floor_m}-{zone.ceiling_m} m, {zone.valid_from} to {zone.valid_to}; from geometry: "
                   f"{route_facts(ROUTE, ALTITUDE_M, *WINDOW, [zone])}")

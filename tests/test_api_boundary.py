@@ -33,6 +33,12 @@ def model(toy_tokenizer):
 
 
 @pytest.fixture(scope="module")
+def byte_model(toy_byte_tokenizer):
+    """Byte-level: NoFlyZone's pieces hold °, 北纬 and the like, which the char-level toy cannot write."""
+    return tiny_model(toy_byte_tokenizer, block_size=256, std=0.5, max_position_embeddings=8192)
+
+
+@pytest.fixture(scope="module")
 def embedded():
     return load_model()
 
@@ -81,21 +87,22 @@ def test_every_user_mistake_is_a_clover_error_that_says_what_to_pass(model, call
         call(model)
 
 
-def test_known_takes_the_paths_users_write_and_a_wrong_one_lists_the_close_matches(model, monkeypatch):
+def test_known_takes_the_paths_users_write_and_a_wrong_one_lists_the_close_matches(byte_model, monkeypatch):
+    model = byte_model
     seen = []
     decode = api.decode
     monkeypatch.setattr(api, "decode", lambda *a, **k: seen.append(k["known"]) or decode(*a, **k))
-    known = {"area.radius_unit": "M", "area.center.lat": "3112N"}
+    known = {"area.radius": "800 M", "area.center.lat": "3112N"}
     value = extract_many(["No drones within 800 M of 3112N12128E"], NoFlyZone, model=model, known=[known])[0]
     canvas = api.prepare(NoFlyZone, model)[1]
     paths = {canvas.slots[i].path: canvas.tokenizer.decode(ids).strip('"') for i, ids in seen[0][0].items()}
-    assert paths == {"area<circle>.radius_unit": "M", "area<circle>.center.lat": "3112N"}
+    assert paths == {"area<circle>.radius": "800 M", "area<circle>.center.lat": "3112N"}
     if not isinstance(value, ExtractionError):
-        assert (value.area.radius_unit, value.area.center.lat) == ("M", "3112N")
+        assert (value.area.radius, value.area.center.lat) == ("800 M", "3112N")
     with pytest.raises(UsageError) as e:
-        extract("x", NoFlyZone, model=model, known={"area.radius_units": "M"})
+        extract("x", NoFlyZone, model=model, known={"area.radius_unit": "M"})
     message = str(e.value)
-    assert "did you mean `area.radius_unit`" in message and message.count("`") <= 10   # not every path
+    assert "did you mean `area.radius`" in message and message.count("`") <= 10   # not every path
     with pytest.raises(UsageError, match="`area.vertices.lat`.*did you mean"):
         extract("x", NoFlyZone, model=model, known={"area.vertices.lat": "3112N"})
 

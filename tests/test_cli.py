@@ -147,7 +147,7 @@ def test_a_killed_run_resumes_to_exactly_the_uninterrupted_output(tmp_path, mode
 @pytest.mark.parametrize("spec, message", [
     ("no_such_module_xyz:Zone", "cannot import module `no_such_module_xyz`"),
     ("clover_struct.schemas.airspace:Nope", "has no `Nope`; its pydantic models are: "),
-    ("clover_struct.schemas.airspace:LAT_PATTERN", "not a pydantic model class"),
+    ("clover_struct.schemas.airspace:LAT_PIECE", "not a pydantic model class"),
     ("missing.schema.json", "no such file"),
     ("bad.json", "not valid JSON"),
     ("list.json", "not a JSON Schema object"),

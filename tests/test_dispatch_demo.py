@@ -7,7 +7,7 @@ import pytest
 
 from clover_struct.airspace.geometry import route_facts
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, judgment_rules_hold
-from clover_struct.schemas.airspace import CircleArea, Limit, NoFlyZone, Position
+from clover_struct.schemas.airspace import CircleArea, NoFlyZone, Position
 from tiny_models import tiny_model
 
 spec = importlib.util.spec_from_file_location("dispatch_demo", Path(__file__).parents[1] / "examples/dispatch_demo.py")
@@ -16,10 +16,9 @@ spec.loader.exec_module(demo)
 
 
 def zone(lat, lon, ceiling_m, start="2705120800", end="2705121800"):
-    return NoFlyZone(area=CircleArea(kind="circle", center=Position(lat=lat, lon=lon), radius_value=800,
-                                     radius_unit="M"),
-                     floor=Limit(value=0, unit="M", ref="AGL"), ceiling=Limit(value=ceiling_m, unit="M", ref="AGL"),
-                     valid_from_raw=start, valid_to_raw=end, uas_only=True, reason="event")
+    return NoFlyZone(area=CircleArea(kind="circle", center=Position(lat=lat, lon=lon), radius="800 m"),
+                     floor="SFC", ceiling=f"{ceiling_m} m AGL", valid_from_raw=start, valid_to_raw=end, uas_only=True,
+                     reason="event")
 
 
 def facts(z):

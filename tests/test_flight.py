@@ -65,3 +65,12 @@ def test_the_answers_keep_the_facts_and_the_rules(model_dir):
     answers = flight.judge_flight(demo.request(), [demo.NOTICE], [zone(*HIT, 120)], demo.ROUTE, demo.ALTITUDE_M,
                                   *demo.WINDOW, model=load_model(model_dir))
     assert judgment_rules_hold(answers) and answers.conflict and answers.action != Action.PROCEED
+
+
+def test_a_notice_read_as_no_zone_restricts_nothing(asked):
+    from clover_struct.schemas.airspace import NoFlyZone
+
+    judge(["RWY 09/27 CLSD", "NOTICE TWO"], [NoFlyZone(uas_only=False), zone(*HIT, 120, end="2705121800")])
+    call, = asked
+    assert "RWY 09/27 CLSD" not in call["text"] and "[1] NOTICE TWO" in call["text"]
+    assert call["known"] == {"crosses_zone": True, "vertical_overlap": True, "time_overlap": True, "conflict": True}

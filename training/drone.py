@@ -1,8 +1,9 @@
 """Plain-language drone no-fly notices in English (prose or key: value bulletin) and Chinese.
 
-Each renderer writes a ``ZoneSpec`` in its own notation (decimal or DMS centres, m / km /
-NM / ft radii, AGL / AMSL heights, UTC or a local clock) and returns the text with the
-``NoFlyZone`` that copies what it wrote. Knows nothing of models or of ICAO layouts.
+Each renderer writes a ``ZoneSpec`` in its own notation (decimal, hemisphere-decimal,
+symbol or compact DMS centres; m / km / NM / ft radii; AGL / AMSL heights; UTC or a local
+clock such as 北京时间 with its offset) and returns the text, the ``NoFlyZone`` that copies
+its pieces, and what they mean (notation.Meant). Knows nothing of models or ICAO layouts.
 """
 
 from __future__ import annotations
@@ -14,23 +15,15 @@ from typing import Optional
 from clover_struct.schemas.airspace import NoFlyZone
 
 from . import draw
-from .draw import ZoneSpec, decimal, dms, dms_symbols, place, yymmddhhmm
-from .notams import radius_text
+from . import notation as N
+from .draw import ZoneSpec, place
 
-MONTH_NAMES = "January February March April May June July August September October November December".split()
 EVENTS = ("Half Marathon", "Air Show", "Music Festival", "Cup Final", "State Visit", "Summit", "Regatta",
           "Fireworks Night", "Street Parade", "Film Shoot", "Motor Rally", "Trade Fair")
 GENERIC_REASONS = ("wildfire suppression", "police operations", "a search and rescue operation", "military training",
                    "emergency services activity", "prison security", "a rocket launch", "crop spraying")
 OFFSETS = [h for h in range(-12, 15)] + [5.5, 5.75, 9.5, 3.5, -3.5, 10.5]
-
-
-def _local(t: Optional[datetime], offset: float) -> Optional[datetime]:
-    return None if t is None else (t + timedelta(hours=offset)).replace(tzinfo=None)
-
-
-def _raw(t: Optional[datetime]) -> Optional[str]:
-    return None if t is None else yymmddhhmm(t)
+EN_NOTATIONS = ("decimal", "decimal_degree_hemi", "symbols", "dms")
 
 
 def _offset_text(offset: float, rng: random.Random) -> str:
@@ -39,106 +32,91 @@ def _offset_text(offset: float, rng: random.Random) -> str:
     return f"UTC{sign}{h}" + (f":{m:02d}" if m else "") if rng.random() < 0.6 or m else f"UTC{sign}{h:02d}:00"
 
 
-def _en_time(t: datetime, form: int) -> str:
-    month = MONTH_NAMES[t.month - 1]
-    return [f"{t.day} {month} {t.year} {t:%H:%M}", f"{t:%Y-%m-%d %H:%M}",
-            f"{t:%d} {draw.MONTHS[t.month - 1]} {t.year} {t:%H%M}", f"{month} {t.day}, {t.year} at {t:%H:%M}"][form]
+def _en_position(lat: float, lon: float, notation: str, places: int) -> tuple[str, tuple[str, str], tuple]:
+    """(text, (lat piece, lon piece), exact (lat, lon)) of a point."""
+    a, x = N.coordinate(lat, "lat", notation, places)
+    b, y = N.coordinate(lon, "lon", notation, places)
+    return (f"{a}, {b}" if notation == "decimal" else f"{a} {b}"), (a, b), (x, y)
 
 
-def _en_position(rng: random.Random, lat: float, lon: float, form: int) -> tuple[str, dict]:
-    """Text and gold Position for a point; `form` fixed per notice so a notice is consistent."""
-    if form == 0:
-        k = rng.choice([3, 4, 4, 5, 6])
-        a, b = decimal(lat, k), decimal(lon, k)
-        return f"{a}, {b}", {"lat": a, "lon": b}
-    if form == 1:
-        k = rng.choice([3, 4, 5])
-        a, b = decimal(lat, k), decimal(lon, k)
-        text = f"{decimal(abs(lat), k)}°{'N' if lat >= 0 else 'S'} {decimal(abs(lon), k)}°{'E' if lon >= 0 else 'W'}"
-        return text, {"lat": a, "lon": b}
-    a, b = dms(lat, "lat", 0), dms(lon, "lon", 0)
-    return (f"{dms_symbols(a)} {dms_symbols(b)}" if form == 2 else f"{a} {b}"), {"lat": a, "lon": b}
-
-
-def _en_limit(rng: random.Random, metres: float, ref: str) -> tuple[str, dict]:
-    if ref == "STD":
-        n = max(1, round(metres / 30.48))
-        return f"FL{n:03d}", {"value": float(n), "unit": "FL", "ref": "STD"}
-    if rng.random() < 0.5:
-        n = max(10, round(metres / 0.3048 / 50) * 50)
-        unit_text, unit = rng.choice(["ft", "feet", "FT"]), "FT"
-    else:
-        n = max(5, round(metres / 5) * 5)
-        unit_text, unit = rng.choice(["m", "metres", "M"]), "M"
-    ref_text = rng.choice({"AGL": ["AGL", "above ground level"], "AMSL": ["AMSL", "above mean sea level"]}[ref])
-    return f"{n} {unit_text} {ref_text}", {"value": float(n), "unit": unit, "ref": ref}
-
-
-def _en_vertical(rng: random.Random, spec: ZoneSpec) -> tuple[str, str, str, dict, Optional[dict]]:
-    """(prose phrase, lower-limit text, upper-limit text, gold floor, gold ceiling)."""
-    floor = {"value": 0.0, "unit": "M", "ref": "AGL"}
+def _en_vertical(rng: random.Random, spec: ZoneSpec, meant: N.Meant):
+    """(prose phrase, lower-limit text, upper-limit text, floor piece, ceiling piece)."""
+    floor_piece = None
     floor_text = rng.choice(["surface", "SFC", "ground level"])
     if spec.floor_m > 0:
-        floor_text, floor = _en_limit(rng, spec.floor_m, spec.floor_ref)
+        floor_text, meant.floor_m, meant.floor_ref = N.plain_limit(rng, spec.floor_m, spec.floor_ref)
+        floor_piece = floor_text
     if spec.ceiling_m is None:
-        prose = f"from {floor_text} upwards"
         if spec.floor_m == 0:
-            prose = rng.choice(["at all altitudes", "with no upper limit"])
-        return prose, floor_text, rng.choice(["unlimited", "UNL", "none"]), floor, None
-    ceil_text, ceiling = _en_limit(rng, spec.ceiling_m, spec.ceiling_ref)
+            return rng.choice(["at all altitudes", "with no upper limit"]), floor_text, "unlimited", None, None
+        return f"from {floor_text} upwards", floor_text, rng.choice(["unlimited", "UNL", "none"]), floor_piece, None
+    ceiling, meant.ceiling_m, meant.ceiling_ref = N.plain_limit(rng, spec.ceiling_m, spec.ceiling_ref)
     if spec.floor_m == 0:
-        prose = rng.choice([f"from the surface up to {ceil_text}", f"below {ceil_text}", f"up to {ceil_text}"])
-    else:
-        prose = f"between {floor_text} and {ceil_text}"
-    return prose, floor_text, ceil_text, floor, ceiling
+        if rng.random() < 0.4:   # the surface stated: copied as the floor
+            return f"from the surface up to {ceiling}", "surface", ceiling, "surface", ceiling
+        return rng.choice([f"below {ceiling}", f"up to {ceiling}"]), floor_text, ceiling, None, ceiling
+    return f"between {floor_text} and {ceiling}", floor_text, ceiling, floor_piece, ceiling
 
 
-def _en_times(rng: random.Random, spec: ZoneSpec) -> tuple[str, str, str, float]:
-    """(prose phrase, start text, end text, offset) in UTC or a local clock with its offset."""
-    offset = 0.0 if rng.random() < 0.65 else float(rng.choice(OFFSETS))
-    start, end = _local(spec.start, offset), _local(spec.end, offset)
-    form = rng.randrange(4)
+def _en_times(rng: random.Random, spec: ZoneSpec, meant: N.Meant, prose: bool):
+    """(prose phrase, start text, end text, start piece, end piece, offset); in prose an end on
+    the start's day may be a bare clock time ('from 14 June 2031 06:00 to 11:30 UTC')."""
+    offset = 0.0 if rng.random() < 0.6 else float(rng.choice(OFFSETS))
+    start = None if spec.start is None else N.local(spec.start, offset)
+    end = None if spec.end is None else N.local(spec.end, offset)
+    meant.valid_from, meant.valid_to = spec.start, spec.end
+    form = rng.randrange(5 if offset == 0 else 4)   # form 4 names UTC inside the piece
     zone = "UTC" if offset == 0 else _offset_text(offset, rng)
-    clock = f" {zone}" if offset == 0 else f" local time ({zone})"
+    clock = "" if form == 4 else f" {zone}" if offset == 0 else f" local time ({zone})"
     if offset == 0 and form == 2 and rng.random() < 0.5:
         clock = "Z"  # 03 MAR 2031 1400Z
-    s = "with immediate effect" if start is None else _en_time(start, form) + clock
-    e = "until further notice" if end is None else _en_time(end, form) + clock
-    if start is None:
-        prose = f"{s} {e}" if end is None else f"{s} until {e}"
-    elif end is not None and form == 0 and start.date() == end.date() and rng.random() < 0.7:
-        prose = f"from {start:%H:%M} to {end:%H:%M}{clock} on {start.day} {MONTH_NAMES[start.month - 1]} {start.year}"
+    a = None if start is None else N.english_time(start, form)
+    b = None if end is None else N.english_time(end, form)
+    s = "with immediate effect" if a is None else a + clock
+    e = "until further notice" if b is None else b + clock
+    if a is None:
+        prose = f"{s} {e}" if b is None else f"{s} until {e}"
+    elif prose and b is not None and form == 0 and start.date() == end.date() and rng.random() < 0.7:
+        b = f"{end:%H:%M}"   # the end shares the start's day: '... 06:00 to 11:30'
+        prose = f"from {a} to {b}{clock}"
     else:
-        prose = f"from {s} " + (e if end is None else f"until {e}")
-    return prose, s, e, offset
+        prose = f"from {s} " + (e if b is None else f"until {e}")
+    return prose, s, e, a, b, offset
 
 
 def _reason(rng: random.Random) -> str:
     return f"the {place(rng, title=True)} {rng.choice(EVENTS)}" if rng.random() < 0.6 else rng.choice(GENERIC_REASONS)
 
 
-def _area(rng: random.Random, spec: ZoneSpec, form: int) -> tuple[str, str, dict]:
+def _area(rng: random.Random, spec: ZoneSpec, meant: N.Meant) -> tuple[str, str, dict]:
     """(circle/polygon phrase for prose, bulletin phrase, gold area)."""
+    notation = rng.choice(EN_NOTATIONS)
+    places = rng.choice([3, 4, 4, 5, 6]) if notation.startswith("decimal") else 0
     if spec.radius_m is not None:
-        number, unit = radius_text(rng, spec.radius_m, {"M": 35, "KM": 25, "NM": 25, "FT": 15})
-        words = {"M": ["m", "metres"], "KM": ["km", "kilometres"], "NM": ["NM", "nautical miles"], "FT": ["ft", "feet"]}
-        r = f"{number} {rng.choice(words[unit])}"
-        c_text, c_gold = _en_position(rng, *spec.center, form)
-        gold = {"kind": "circle", "center": c_gold, "radius_value": float(number), "radius_unit": unit}
-        return f"within {r} of {c_text}", f"circle, radius {r}, centred on {c_text}", gold
-    pts = [_en_position(rng, a, b, form) for a, b in spec.vertices]
-    sep = rng.choice(["; ", " / "] if form == 0 else ["; ", " / ", " - "])  # no dash before a minus sign
-    listed = sep.join(t for t, _ in pts)
-    gold = {"kind": "polygon", "vertices": [g for _, g in pts]}
-    return f"within the area bounded by {listed}", f"polygon {listed}", gold
+        unit = draw_unit(rng, spec.radius_m, {"M": 35, "KM": 25, "NM": 25, "FT": 15})
+        r, meant.radius_m = N.radius(rng, spec.radius_m, unit)
+        c_text, (lat, lon), meant.center = _en_position(*spec.center, notation, places)
+        meant.kind = "circle"
+        return f"within {r} of {c_text}", f"circle, radius {r}, centred on {c_text}", N.circle_area(lat, lon, r)
+    pts = [_en_position(a, b, notation, places) for a, b in spec.vertices]
+    meant.kind, meant.vertices = "polygon", [p[2] for p in pts]
+    sep = rng.choice(["; ", " / "] if notation == "decimal" else ["; ", " / ", " - "])  # no dash before a minus
+    listed = sep.join(t for t, _, _ in pts)
+    return f"within the area bounded by {listed}", f"polygon {listed}", N.polygon_area([p[1] for p in pts])
 
 
-def en_notice(rng: random.Random, spec: ZoneSpec, style: str) -> tuple[str, NoFlyZone]:
+def draw_unit(rng: random.Random, metres: float, weights: dict) -> str:
+    unit = rng.choices(list(weights), weights=list(weights.values()))[0]
+    return "KM" if unit in ("M", "FT") and metres >= 3000 else unit
+
+
+def en_notice(rng: random.Random, spec: ZoneSpec, style: str) -> tuple[str, NoFlyZone, N.Meant]:
     """style 'drone_en_prose' or 'drone_en_fields'."""
+    meant = N.Meant()
     reason = _reason(rng)
-    area_prose, area_field, area = _area(rng, spec, rng.randrange(4))
-    vertical, lower_text, upper_text, floor, ceiling = _en_vertical(rng, spec)
-    when, start_text, end_text, offset = _en_times(rng, spec)
+    area_prose, area_field, area = _area(rng, spec, meant)
+    vertical, lower_text, upper_text, floor, ceiling = _en_vertical(rng, spec, meant)
+    when, start_text, end_text, start, end, offset = _en_times(rng, spec, meant, style == "drone_en_prose")
     schedule = None
     if spec.windows:
         joined = " and ".join(f"{a[:2]}:{a[2:]}-{b[:2]}:{b[2:]}" for a, b in spec.windows)
@@ -161,16 +139,16 @@ def en_notice(rng: random.Random, spec: ZoneSpec, style: str) -> tuple[str, NoFl
         lines = [rng.choice(["UAS FLIGHT RESTRICTION", "DRONE RESTRICTION BULLETIN", "No-fly zone"]),
                  f"Reason: {reason}", f"Area: {area_field}", f"Lower limit: {lower_text}",
                  f"Upper limit: {upper_text}", f"Valid from: {start_text}", f"Valid until: {end_text}"]
+        floor = floor or lower_text   # 'Lower limit: SFC' states the floor: copied
         if schedule:
             lines.append(f"Active hours: {schedule}")
         lines.append(f"Applies to: {'unmanned aircraft only' if spec.uas_only else 'all aircraft'}")
         if permission:
             lines.append(f"Permission: {permission}")
         text = "\n".join(lines)
-    gold = NoFlyZone(area=area, floor=floor, ceiling=ceiling, valid_from_raw=_raw(_local(spec.start, offset)),
-                     valid_to_raw=_raw(_local(spec.end, offset)), utc_offset_hours=offset, schedule=schedule,
-                     uas_only=spec.uas_only, reason=reason)
-    return text, gold
+    gold = NoFlyZone(floor=floor, ceiling=ceiling, valid_from_raw=start, valid_to_raw=end, utc_offset_hours=offset,
+                     schedule=schedule, uas_only=spec.uas_only, reason=reason, area=area)
+    return text, gold, meant
 
 
 # -- Chinese ----------------------------------------------------------------------------------
@@ -178,67 +156,68 @@ ZH_EVENTS = ("马拉松比赛", "国际会议", "运动会", "航展", "演唱�
 ZH_GENERIC = ("森林防火", "军事训练", "航空器试飞", "应急救援", "重要目标安保")
 
 
-def _zh_time(t: datetime, with_year: bool = True) -> str:
-    y = f"{t.year}年" if with_year else ""
-    minutes = f"{t.minute:02d}分" if t.minute or t.hour % 3 else ""  # whole hours often drop 分
-    return f"{y}{t.month}月{t.day}日{t.hour}时{minutes}"
+def _zh_point(lat: float, lon: float, notation: str, places: int, lon_first: bool) -> tuple[str, tuple, tuple]:
+    a, x = N.coordinate(lat, "lat", notation, places)
+    b, y = N.coordinate(lon, "lon", notation, places)
+    return (f"{b}、{a}" if lon_first else f"{a}、{b}"), (a, b), (x, y)
 
 
-def _zh_point(lat: float, lon: float, k: int, lon_first: bool) -> tuple[str, dict]:
-    ns, ew = ("北纬" if lat >= 0 else "南纬"), ("东经" if lon >= 0 else "西经")
-    a, b = decimal(abs(lat), k), decimal(abs(lon), k)
-    text = f"{ew}{b}度、{ns}{a}度" if lon_first else f"{ns}{a}度、{ew}{b}度"
-    return text, {"lat": decimal(lat, k), "lon": decimal(lon, k)}
+def _zh_when(rng: random.Random, start: Optional[datetime], end: Optional[datetime], clock: str):
+    """(phrase, start piece, end piece) in the notice's clock."""
+    if start is None:
+        b = None if end is None else N.zh_time(end)
+        return "即日起" + ("至另行通知" if end is None else f"至{b}{clock}"), None, b
+    a = N.zh_time(start)
+    if end is None:
+        return f"自{a}{clock}起至另行通知", a, None
+    dated = end.date() != start.date() or rng.random() < 0.4   # '18时' shares the start's day
+    b = N.zh_time(end, year=dated and (end.year != start.year or rng.random() < 0.4), date=dated)
+    head = clock.strip("（）") if rng.random() < 0.3 else ""   # 北京时间2026年12月3日8时至...
+    return (f"{head}{a}至{b}" + ("" if head else clock)), a, b
 
 
-def _zh_height(metres: float) -> int:
-    return max(10, round(metres / 10) * 10)
-
-
-def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone]:
+def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Meant]:
+    meant = N.Meant(valid_from=spec.start, valid_to=spec.end)
     city = draw.zh_place(rng)
     reason = f"{draw.zh_place(rng)}{rng.choice(ZH_EVENTS)}" + rng.choice(["安保", ""]) if rng.random() < 0.7 else rng.choice(ZH_GENERIC)
     offset = 8.0 if rng.random() < 0.85 else 0.0
     clock = "（北京时间）" if offset == 8 else "（协调世界时）"
-    start, end = _local(spec.start, offset), _local(spec.end, offset)
-    if start is None:
-        when = "即日起" + ("至另行通知" if end is None else f"至{_zh_time(end)}{clock}")
-    elif end is None:
-        when = f"自{_zh_time(start)}{clock}起至另行通知"
-    else:
-        when = f"{_zh_time(start)}至{_zh_time(end, end.year != start.year or rng.random() < 0.5)}{clock}"
-    k, lon_first = rng.choice([4, 4, 5, 6]), rng.random() < 0.15
+    start = None if spec.start is None else N.local(spec.start, offset)
+    end = None if spec.end is None else N.local(spec.end, offset)
+    when, a, b = _zh_when(rng, start, end, clock)
+    notation = rng.choice(["zh_decimal", "zh_decimal", "zh_dms"])
+    places, lon_first = rng.choice([4, 4, 5, 6]), rng.random() < 0.15
     if spec.radius_m is not None:
-        number, unit = radius_text(rng, spec.radius_m, {"M": 50, "KM": 50})
-        c_text, c_gold = _zh_point(*spec.center, k, lon_first)
-        where = f"以{c_text}为中心、半径{number}{'米' if unit == 'M' else '公里'}的圆形区域"
-        area = {"kind": "circle", "center": c_gold, "radius_value": float(number), "radius_unit": unit}
+        unit = "米" if spec.radius_m < 3000 and rng.random() < 0.7 else "公里"
+        r, meant.radius_m = N.radius(rng, spec.radius_m, unit)
+        c_text, (lat, lon), meant.center = _zh_point(*spec.center, notation, places, lon_first)
+        where = f"以{c_text}为中心、半径{r}的圆形区域"
+        area, meant.kind = N.circle_area(lat, lon, r), "circle"
     else:
-        pts = [_zh_point(a, b, k, lon_first) for a, b in spec.vertices]
-        where = "由" + "；".join(f"（{i + 1}）{t}" for i, (t, _) in enumerate(pts)) + "各点依次连线围成的区域"
-        area = {"kind": "polygon", "vertices": [g for _, g in pts]}
+        pts = [_zh_point(x, y, notation, places, lon_first) for x, y in spec.vertices]
+        where = "由" + "；".join(f"（{i + 1}）{t}" for i, (t, _, _) in enumerate(pts)) + "各点依次连线围成的区域"
+        area, meant.kind, meant.vertices = N.polygon_area([p[1] for p in pts]), "polygon", [p[2] for p in pts]
     # Chinese notices give heights in metres, true height (真高, AGL) or altitude (海拔, AMSL).
     ref = "AGL" if spec.ceiling_ref == "AGL" else "AMSL"
-    word = "真高" if ref == "AGL" else "海拔高度"
-    floor = {"value": 0.0, "unit": "M", "ref": "AGL"}
-    ceiling = None
+    floor = ceiling = None
     if spec.ceiling_m is None:
-        height = "全高度范围" if spec.floor_m == 0 else f"{word}{_zh_height(spec.floor_m)}米以上"
+        height = "全高度范围"
         if spec.floor_m:
-            floor = {"value": float(_zh_height(spec.floor_m)), "unit": "M", "ref": ref}
+            floor, meant.floor_m, meant.floor_ref = N.zh_height(spec.floor_m, ref)
+            height = f"{floor}以上"
     else:
-        c = _zh_height(spec.ceiling_m)
-        ceiling = {"value": float(c), "unit": "M", "ref": ref}
+        ceiling, meant.ceiling_m, meant.ceiling_ref = N.zh_height(spec.ceiling_m, ref)
         if spec.floor_m == 0:
-            height = f"{word}{c}米以下"
+            height = f"{ceiling}以下"
         else:
-            f = min(_zh_height(spec.floor_m), c)
-            floor = {"value": float(f), "unit": "M", "ref": ref}
-            height = f"{word}{f}米至{c}米"
+            floor, meant.floor_m, meant.floor_ref = N.zh_height(min(spec.floor_m, meant.ceiling_m), ref)
+            if ref == "AGL":   # 真高50米至300米: the ceiling names no reference, which reads as AGL
+                ceiling = ceiling.removeprefix("真高")
+            height = f"{floor}至{ceiling}"
     who = rng.choice(["无人机", "无人驾驶航空器", "无人机、航空模型等"]) if spec.uas_only else rng.choice(["一切航空器（含无人机）", "各类航空器"])
     schedule = None
     if spec.windows:
-        schedule = "每日" + "、".join(f"{a[:2]}:{a[2:]}至{b[:2]}:{b[2:]}" for a, b in spec.windows)
+        schedule = "每日" + "、".join(f"{x[:2]}:{x[2:]}至{y[:2]}:{y[2:]}" for x, y in spec.windows)
     title = f"{city}{rng.choice(['公安局', '人民政府', '空管部门'])}关于划设临时禁飞区域的通告"
     body = f"因{reason}需要，{when}，在{where}内{height}，禁止{who}飞行。"
     if schedule:
@@ -247,6 +226,6 @@ def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone]:
         body += f"确需飞行的，须提前向{draw.zh_place(rng)}空管部门申请批准。"
     elif rng.random() < 0.5:
         body += "违者将依法处理。"
-    gold = NoFlyZone(area=area, floor=floor, ceiling=ceiling, valid_from_raw=_raw(start), valid_to_raw=_raw(end),
-                     utc_offset_hours=offset, schedule=schedule, uas_only=spec.uas_only, reason=reason)
-    return f"{title}\n{body}\n特此通告。", gold
+    gold = NoFlyZone(floor=floor, ceiling=ceiling, valid_from_raw=a, valid_to_raw=b, utc_offset_hours=offset,
+                     schedule=schedule, uas_only=spec.uas_only, reason=reason, area=area)
+    return f"{title}\n{body}\n特此通告。", gold, meant

@@ -13,14 +13,25 @@ from typing import Optional
 
 NOTAM_LAYOUTS = ("notam_icao", "notam_multiline", "notam_faa", "notam_aftn")
 DRONE_STYLES = ("drone_en_prose", "drone_en_fields", "drone_zh")
+# Zone notices in the shapes of the real dev sets: rocket-range polygons, UK bulletin
+# circles, FAA TFRs; and the "no zone" answers: notices that restrict no volume, and garbage.
+REAL_SHAPES = ("zone_range", "zone_uk", "zone_faa_tfr")
+NO_ZONE = ("zone_none", "zone_garbage")
+# The zone families that render a drawn ZoneSpec (the judgment cases' notices are these).
+SPEC_FAMILIES = NOTAM_LAYOUTS + DRONE_STYLES + ("zone_uk", "zone_faa_tfr")
+JUDGMENT_NOTICES = NOTAM_LAYOUTS + DRONE_STYLES
 
 KIND_FAMILIES: dict[str, tuple[str, ...]] = {
     "notam": NOTAM_LAYOUTS,
-    "zone": NOTAM_LAYOUTS + DRONE_STYLES,
+    "zone": NOTAM_LAYOUTS + DRONE_STYLES + REAL_SHAPES + NO_ZONE,
     "dispatch": ("dispatch_radio", "dispatch_list"),
     "judgment": ("judgment_en",),
 }
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(f for fs in KIND_FAMILIES.values() for f in fs))
+
+# Relative weights of the zone families (1 where not named): the real zone notices are mostly
+# range polygons, and "no zone" must be answered often enough to be learned.
+ZONE_WEIGHTS = {"zone_range": 4.0, "zone_uk": 2.0, "drone_zh": 1.5, "zone_none": 2.5}
 
 # AFTN framing: the notice in parentheses, often behind a priority/address line and a
 # filing-time line. None of the real evaluation notices uses it, so holding it out costs
@@ -47,4 +58,8 @@ def resolve(kind: str, families: Optional[Iterable[str]] = None) -> tuple[str, .
 
 
 def choose(rng: random.Random, kind: str, families: Optional[Iterable[str]] = None) -> str:
-    return rng.choice(resolve(kind, families))
+    """One family of `kind`: uniform, except zone families by ZONE_WEIGHTS."""
+    chosen = resolve(kind, families)
+    if kind != "zone":
+        return rng.choice(chosen)
+    return rng.choices(chosen, weights=[ZONE_WEIGHTS.get(f, 1.0) for f in chosen])[0]

@@ -1,7 +1,9 @@
 """Entry point for synthetic data: one function per kind of example, a batch helper, a CLI.
 
     notam_example(rng, families=None)    -> (text, Notam)
-    zone_example(rng, families=None)     -> (text, NoFlyZone)        ICAO item E or plain EN/ZH
+    zone_example(rng, families=None)     -> (text, NoFlyZone)        ICAO item E, ranges, TFRs, plain
+                                                                     EN/ZH, and notices with no zone
+    zone_case(rng, family)               -> (text, NoFlyZone, Meant) one family, with its meaning
     dispatch_example(rng, families=None) -> (text, DispatchMessage)
     judgment_example(rng, families=None) -> (text, DispatchJudgments)
     examples(kind, n, seed, families=None) -> [(text, gold), ...]
@@ -28,14 +30,19 @@ from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.dispatch import DispatchJudgments, DispatchMessage
 from clover_struct.schemas.notam import Notam
 
-from . import draw, drone, notams
+from . import draw, drone, negatives, notams, ranges, tfr, zone_notams
 from .dispatches import dispatch_example as _dispatch
-from .families import FAMILIES, HELDOUT_FAMILY, KIND_FAMILIES, NOTAM_LAYOUTS, resolve
+from .families import FAMILIES, HELDOUT_FAMILY, JUDGMENT_NOTICES, KIND_FAMILIES, NOTAM_LAYOUTS, choose, resolve
 from .judgments import JudgmentCase, judgment_case
+from .notation import Meant, lowercased
+
+# Families whose notices also come lowercased (real feeds carry such copies), and how often.
+LOWERCASE = NOTAM_LAYOUTS + ("zone_range", "zone_uk", "zone_faa_tfr", "zone_none")
+LOWERCASE_SHARE = 0.1
 
 __all__ = [
     "FAMILIES", "HELDOUT_FAMILY", "KINDS", "dispatch_example", "examples", "judgment_cases", "judgment_example",
-    "notam_example", "sample", "zone_example",
+    "notam_example", "sample", "zone_case", "zone_example",
 ]
 
 KINDS = tuple(KIND_FAMILIES)
@@ -55,17 +62,11 @@ def sample(kind: str, rng: RngLike, families: Families = None) -> tuple[str, str
     """(family, text, gold) for one example of `kind`."""
     rng = _rng(rng)
     families = None if families is None else tuple(families)
-    family = rng.choice(resolve(kind, families))
+    family = choose(rng, kind, families)
     if kind == "notam":
         text, gold = notams.notam_example(rng, family)
     elif kind == "zone":
-        spec = draw.zone_spec(rng)
-        if family in NOTAM_LAYOUTS:
-            text, gold = notams.zone_notice(rng, family, spec)
-        elif family == "drone_zh":
-            text, gold = drone.zh_notice(rng, spec)
-        else:
-            text, gold = drone.en_notice(rng, spec, family)
+        text, gold, _ = zone_case(rng, family)
     elif kind == "dispatch":
         text, gold = _dispatch(rng, family)
     else:
@@ -74,10 +75,40 @@ def sample(kind: str, rng: RngLike, families: Families = None) -> tuple[str, str
     return family, text, gold
 
 
+def zone_case(rng: RngLike, family: str) -> tuple[str, NoFlyZone, Meant]:
+    """(text, gold, meaning) of one zone notice of `family`: the meaning is what the written
+    pieces say in numbers (degrees, metres, UTC), worked out by the generator."""
+    rng = _rng(rng)
+    if family == "zone_range":
+        text, gold, meant = ranges.range_notice(rng)
+    elif family == "zone_none":
+        text, gold, meant = negatives.none_notice(rng)
+    elif family == "zone_garbage":
+        return negatives.garbage(rng)
+    else:
+        spec = draw.zone_spec(rng)
+        if family in NOTAM_LAYOUTS:
+            text, gold, meant = zone_notams.zone_notice(rng, family, spec)
+        elif family == "zone_uk":
+            text, gold, meant = zone_notams.uk_circle(rng, spec)
+        elif family == "zone_faa_tfr":
+            text, gold, meant = tfr.tfr_notice(rng, spec)
+        elif family == "drone_zh":
+            text, gold, meant = drone.zh_notice(rng, spec)
+        elif family in ("drone_en_prose", "drone_en_fields"):
+            text, gold, meant = drone.en_notice(rng, spec, family)
+        else:
+            raise ValueError(f"{family!r} is no zone family; zone families are {list(KIND_FAMILIES['zone'])}")
+    if family in LOWERCASE and rng.random() < LOWERCASE_SHARE:
+        text, gold, meant = lowercased(text, gold, meant)
+    return text, gold, meant
+
+
 def _judgment_case(rng: random.Random, families: Optional[tuple[str, ...]]) -> JudgmentCase:
-    # The notices inside follow the zone families asked for, else the default ones.
-    asked = tuple(f for f in families or () if f in KIND_FAMILIES["zone"])
-    return judgment_case(rng, asked or resolve("zone"))
+    # The notices inside follow the zone families asked for (those that render a drawn
+    # zone), else the default ones.
+    asked = tuple(f for f in families or () if f in JUDGMENT_NOTICES)
+    return judgment_case(rng, asked or tuple(f for f in resolve("zone") if f in JUDGMENT_NOTICES))
 
 
 def notam_example(rng: RngLike, families: Families = None) -> tuple[str, Notam]:
@@ -108,7 +139,7 @@ def judgment_cases(n: int, seed: int, families: Families = None) -> list[Judgmen
     families = None if families is None else tuple(families)
     cases = []
     for _ in range(n):
-        rng.choice(resolve("judgment", families))   # the family draw of sample()
+        choose(rng, "judgment", families)   # the family draw of sample()
         cases.append(_judgment_case(rng, families))
     return cases
 

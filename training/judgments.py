@@ -24,14 +24,15 @@ from . import draw
 from .dispatches import drone_id
 from .drone import en_notice, zh_notice
 from .families import NOTAM_LAYOUTS
-from .notams import zone_notice
+from .zone_notams import zone_notice
+
 
 def _render_notice(rng: random.Random, family: str, spec: draw.ZoneSpec) -> tuple[str, NoFlyZone]:
     if family in NOTAM_LAYOUTS:
-        return zone_notice(rng, family, spec)
+        return zone_notice(rng, family, spec)[:2]
     if family == "drone_zh":
-        return zh_notice(rng, spec)
-    return en_notice(rng, spec, family)
+        return zh_notice(rng, spec)[:2]
+    return en_notice(rng, spec, family)[:2]
 
 
 def answers(

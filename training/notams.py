@@ -2,8 +2,9 @@
 
 ``draw_values`` fixes the intended meaning (a ``NotamValues`` in plain numbers and
 datetimes); ``render`` writes it as a real service would (European AIS one-line A-C, multi-line ICAO,
-FAA domestic with CRLF and blank Q-line parts, AFTN parentheses); ``notam_gold`` and
-``zone_notice`` turn it into schema instances. Item E text is invented from templates.
+FAA domestic with CRLF and blank Q-line parts, AFTN parentheses); ``notam_gold`` turns it
+into a Notam (zone notices in these layouts are zone_notams.py's). Item E text is invented
+from templates; ``item_e(rng, zones=False)`` leaves out the statements that define a zone.
 Knows nothing of models; the real notices are never read here.
 """
 
@@ -16,11 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Optional
 
-from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.notam import Notam
 
 from . import draw
-from .draw import ZoneSpec, dms, place, yymmddhhmm
+from .draw import dms, place, yymmddhhmm
 
 
 FIRST = datetime(2000, 1, 1, tzinfo=timezone.utc)
@@ -136,7 +136,7 @@ def draw_values(rng: random.Random, layout: str) -> NotamValues:
         location=_location(rng), valid_from=start, valid_to=end, permanent=permanent,
         estimated=end is not None and rng.random() < (0.2 if faa else 0.08),
         schedule=draw.icao_schedule(rng) if end is not None and rng.random() < 0.25 else None,
-        lower=lower, upper=upper, body=_item_e(rng),
+        lower=lower, upper=upper, body=item_e(rng),
     )
 
 
@@ -164,9 +164,11 @@ def _rwy(rng: random.Random) -> str:
     return f"{n:02d}{side}/{n + 18:02d}{other}"
 
 
-def _body(rng: random.Random) -> str:
+def _body(rng: random.Random, zones: bool = True) -> str:
     P, r = place(rng), rng.randint
     t = rng.randrange(9)
+    while t == 6 and not zones:   # the one statement that gives a zone (a circle)
+        t = rng.randrange(9)
     if t == 0:
         ft = r(40, 900)
         text = (f"{rng.choice(['', 'LIT ', 'TEMPO '])}{rng.choice(['CRANE', 'MAST', 'RIG', 'WIND TURBINE', 'CHIMNEY'])}"
@@ -201,12 +203,13 @@ def _body(rng: random.Random) -> str:
     return text
 
 
-def _item_e(rng: random.Random) -> str:
+def item_e(rng: random.Random, zones: bool = True) -> str:
     """Item E: one statement, or (one notice in six) a long run of them, as published
     procedure amendments and obstacle lists are: real notices reach 1,000 tokens, and a
-    model that saw only short ones loses the Q-line behind a long E."""
+    model that saw only short ones loses the Q-line behind a long E. zones=False: none of
+    them defines a zone (runways, taxiways, cranes, navaids, hours, procedures, services)."""
     n = 1 if rng.random() < 5 / 6 else rng.randint(3, 16)
-    return "\n".join(_body(rng) for _ in range(n))
+    return "\n".join(_body(rng, zones) for _ in range(n))
 
 
 # -- layouts ----------------------------------------------------------------------------------
@@ -273,109 +276,3 @@ def notam_example(rng: random.Random, layout: str) -> tuple[str, Notam]:
     v = draw_values(rng, layout)
     c = item_c(v, rng)
     return render(v, c, layout, rng), notam_gold(v, c)
-
-
-# -- precise zones in item E (NoFlyZone targets) ------------------------------------------------
-ZONE_REASONS = (
-    "FIREWORK DISPLAY", "LASER DISPLAY", "SEARCHLIGHT DISPLAY", "AERIAL SURVEY", "FILMING", "PARACHUTE DROPPING",
-    "UAS OPR", "BVLOS UAS OPS", "MODEL ACFT FLYING", "BALLOON RELEASE", "MILITARY EXERCISE", "GUN FIRING",
-    "SEARCH AND RESCUE OPS", "AIR DISPLAY", "CROP SPRAYING", "POWERLINE INSPECTION", "SECURITY OPS",
-    "VIP MOVEMENT", "WILDFIRE FIGHTING", "SPORTING EVENT", "ROCKET LAUNCH", "PIPELINE SURVEY",
-)
-
-
-def limit_gold(text: str) -> Optional[dict]:
-    """Item F/G text as this module writes it -> the Limit it means (None for UNL)."""
-    if text == "UNL":
-        return None
-    if text in ("SFC", "GND"):
-        return {"value": 0.0, "unit": "M", "ref": "AGL"}
-    if text.startswith("FL"):
-        return {"value": float(text[2:]), "unit": "FL", "ref": "STD"}
-    number, ref = text.split()
-    unit = "FT" if number.endswith("FT") else "M"
-    return {"value": float(number[: -len(unit)]), "unit": unit, "ref": ref}
-
-
-def radius_text(rng: random.Random, metres: float, units: dict) -> tuple[str, str]:
-    """(number as written, unit) for a radius, in one of `units` (weights)."""
-    unit = _pick(rng, units)
-    if unit == "M" and metres >= 3000 or unit == "FT" and metres >= 3000:
-        unit = "KM"
-    if unit == "NM":
-        k = rng.choice([0, 1, 1, 2])
-        number = f"{metres / 1852:.{k}f}"
-        return (number if float(number) > 0 else "0.1"), unit
-    if unit == "KM":
-        k = rng.choice([0, 1, 1, 2]) if metres > 1000 else 1
-        number = f"{metres / 1000:.{k}f}"
-        return (number if float(number) > 0 else "0.1"), unit
-    step = rng.choice([10, 50, 100]) if unit == "M" else 100
-    return str(max(step, round(metres / (1 if unit == "M" else 0.3048) / step) * step)), unit
-
-
-def _extent_m(spec: ZoneSpec) -> float:
-    if spec.radius_m is not None:
-        return spec.radius_m
-    lat0, lon0 = spec.center
-    shrink = math.cos(math.radians(lat0))
-    return max(math.hypot((a - lat0) * 111_320, (b - lon0) * 111_320 * shrink) for a, b in spec.vertices)
-
-
-def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, NoFlyZone]:
-    """A NOTAM whose item E gives the precise zone of `spec`, and that zone as gold."""
-    reason, P = rng.choice(ZONE_REASONS), place(rng)
-    k = rng.choice([0, 0, 0, 1, 2])
-    if spec.radius_m is not None:
-        number, unit = radius_text(rng, spec.radius_m, {"NM": 80, "M": 10, "KM": 7, "FT": 3})
-        lat, lon = dms(spec.center[0], "lat", k), dms(spec.center[1], "lon", k)
-        area_text = f"WI {number}{unit} RADIUS{rng.choice([' OF', ' OF', ':', '', ' OF PSN'])} {lat} {lon}"
-        area = {"kind": "circle", "center": {"lat": lat, "lon": lon}, "radius_value": float(number), "radius_unit": unit}
-    else:
-        pts = [(dms(a, "lat", k), dms(b, "lon", k)) for a, b in spec.vertices]
-        if rng.random() < 0.8:
-            pts.append(pts[0])  # notices usually close the ring by repeating the first vertex
-        listed = " - ".join(a + " " + b for a, b in pts)
-        area_text = f"WI {rng.choice(['', 'AN '])}AREA BOUNDED BY{rng.choice(['', ':'])} {listed}"
-        area = {"kind": "polygon", "vertices": [{"lat": a, "lon": b} for a, b in pts]}
-    if spec.uas_only:
-        head = rng.choice([f"UAS RESTRICTION DUE TO {reason}", f"RESTRICTED AREA (TEMPORARY) FOR UAS ONLY DUE TO {reason}",
-                           f"{reason}. UAS FLIGHTS PROHIBITED", f"{reason}. UNMANNED ACFT PROHIBITED"])
-    else:
-        head = rng.choice([reason, f"RESTRICTED AREA (TEMPORARY) ESTABLISHED DUE TO {reason}",
-                           f"{reason}. ALL ACFT PROHIBITED", f"PILOTS ARE REQUESTED NOT TO OVERFLY {reason}"])
-    body = f"{head} {area_text} ({P})."
-    if spec.authorisable:
-        body += f" FLIGHTS WI THE AREA REQUIRE PRIOR PERMISSION FROM {place(rng)} ATC ON {draw.phone(rng)}."
-    elif rng.random() < 0.3:
-        body += rng.choice([" NO EXEMPTIONS.", " ENTRY PROHIBITED."])
-    if rng.random() < 0.4:
-        body += f" FOR INFO {draw.phone(rng)}. AR-{(spec.start or draw.instant(rng)).year}-{rng.randint(1, 9999):04d}/01."
-
-    v = draw_values(rng, layout)
-    start = spec.start
-    if start is None:  # item B is mandatory: put one before the stated end
-        start = draw.instant(rng) if spec.end is None else max(spec.end - draw.duration(rng), FIRST)
-    lower = _limit_text(rng, spec.floor_m, spec.floor_ref, True)
-    upper = _limit_text(rng, spec.ceiling_m, spec.ceiling_ref, False)
-    schedule = None
-    if spec.windows:
-        schedule = rng.choice(["DLY ", ""]) + " ".join(f"{a}-{b}" for a, b in spec.windows)
-    nid = None if v.notam_id is None else _notam_id(rng, layout, start.year)
-    zone_code = "Q" + rng.choice(draw.ZONE_SUBJECTS) + rng.choice(["LW", "CA", "LW", "AW", "CS"])
-    v = NotamValues(
-        notam_id=nid, notam_type=None if nid is None else "NOTAMN", replaces=None, fir=v.fir,
-        qcode=zone_code if rng.random() < 0.8 else v.qcode, traffic=rng.choice(["IV", "IV", "V"]),
-        purpose=rng.choice(["BO", "NBO", "M"]), scope=rng.choice(["W", "AW", "W", "E"]),
-        lower_fl=_fl_of(lower, False), upper_fl=_fl_of(upper, True),
-        q_minutes=(_signed_minutes(spec.center[0]), _signed_minutes(spec.center[1])),
-        radius_nm=max(1, math.ceil(_extent_m(spec) / 1852)), location=v.location, valid_from=start,
-        valid_to=spec.end, permanent=spec.end is None, estimated=False, schedule=schedule,
-        lower=lower, upper=upper, body=body,
-    )
-    gold = NoFlyZone(
-        notam_id=v.notam_id, area=area, floor=limit_gold(lower), ceiling=limit_gold(upper),
-        valid_from_raw=yymmddhhmm(start), valid_to_raw=None if spec.end is None else yymmddhhmm(spec.end),
-        utc_offset_hours=0, schedule=schedule, uas_only=spec.uas_only, reason=reason,
-    )
-    return render(v, item_c(v, rng), layout, rng), gold

@@ -7,7 +7,8 @@ on) and the delay policy (`ends_soon`) live here too.
 that could not be read) and leaves to the model only what the text alone says:
 
 - what shapely answers (`route_facts`, `facts_of`) goes in as known facts; with a notice unread, only
-  the facts the read zones prove (True) are known, and the model decides the others;
+  the facts the read zones prove (True) are known, and the model decides the others; a notice
+  read as defining no zone (`defines_zone` False) restricts nothing;
 - the model reads the notices geometry cannot rule out, the zones the flight conflicts with
   and the notices not read, for whether they grant permission: with every notice listed it
   cannot tell which one's permission counts (clover-mini, 200 evaluation cases with the true

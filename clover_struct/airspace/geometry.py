@@ -71,6 +71,9 @@ class Volume:
 
 
 def volume(zone_id: str, zone: NoFlyZone) -> Volume:
+    """The zone's volume; ValueError for a record that defines no zone (area null)."""
+    if not zone.defines_zone:
+        raise ValueError(f"{zone_id}: the notice defines no zone")
     # A vertex list that crosses itself is no valid polygon, and shapely's overlays fail on it
     # (the map cut it at the frame): geometry takes the area it encloses (make_valid, maybe
     # several pieces); GeoJSON still writes the vertices as given.
@@ -80,7 +83,8 @@ def volume(zone_id: str, zone: NoFlyZone) -> Volume:
 
 
 def volumes(records: list[tuple[str, NoFlyZone]]) -> list[Volume]:
-    return [volume(i, z) for i, z in records]
+    """The volumes of the records that define a zone (the others restrict nothing)."""
+    return [volume(i, z) for i, z in records if z.defines_zone]
 
 
 # -- route check -------------------------------------------------------------------------------
@@ -165,10 +169,14 @@ def passages(route: list[tuple[float, float]], height_m: float, start: datetime,
              zones: list[NoFlyZone]) -> list[tuple[bool, bool, bool]]:
     """Per zone, for a flight of (lat, lon) points at height_m above ground during [start, end]:
     does the track enter its footprint, and, if it does, is the height within its limits and
-    is it in force during the window (both False for a zone not entered)."""
+    is it in force during the window (both False for a zone not entered, all three for a
+    record that defines no zone)."""
     track = LineString([(lon, lat) for lat, lon in route])
     out = []
     for k, zone in enumerate(zones):
+        if not zone.defines_zone:   # a notice with no zone restricts nothing
+            out.append((False, False, False))
+            continue
         v = volume(str(k), zone)
         if not v.footprint.intersects(track):
             out.append((False, False, False))

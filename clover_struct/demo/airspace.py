@@ -3,7 +3,8 @@ one token per step, build the 3D zones, write GeoJSON and the figure, check a ro
 
 Printing and orchestration only: extraction is api.extract_many, geometry zones.py,
 drawing plot.py. A record that fails extraction is listed with its reason and left out;
-nothing about one record stops the demo.
+nothing about one record stops the demo; a record that defines no zone (area null) is
+listed as such and left out of the map and the route check.
 """
 
 from __future__ import annotations
@@ -131,13 +132,16 @@ def _area(v: Volume) -> str:
     return f"polygon, {len(z.polygon)} vertices"
 
 
-def _table(stream, notices, vols: dict, failed: dict) -> None:
+def _table(stream, notices, vols: dict, failed: dict, none: list) -> None:
     _say(stream, f"{'id':9} {'area':34} {'floor – ceiling':24} {'valid from → to (UTC)':35} "
                  f"{'schedule (notice clock)':33} {'UAS':4} reason")
     for n in notices:
         i = n["id"]
         if i in failed:
             _say(stream, f"{i:9} FAILED: {_one_line(failed[i], 110).rstrip()}")
+            continue
+        if i in none:
+            _say(stream, f"{i:9} no zone")
             continue
         v = vols[i]
         valid = f"{_when(v.valid_from)} → {_when(v.valid_to) if v.valid_to else 'PERM/UFN'}"
@@ -189,10 +193,13 @@ def run(model=None, out_dir=".", batch_size: int = 20, *, baseline: bool = False
     # flatter its time, never the joint decode's.
     joint, seconds, passes = _decode(model, texts, batch_size, "joint")
 
-    vols, failed = {}, {}
+    vols, failed, none = {}, {}, []
     for n, (value, _) in zip(notices, joint):
         if isinstance(value, ExtractionError):
             failed[n["id"]] = str(value)
+            continue
+        if not value.defines_zone:   # the model read no zone in it: nothing to draw or check
+            none.append(n["id"])
             continue
         try:
             vols[n["id"]] = volume(n["id"], value)
@@ -213,7 +220,9 @@ def run(model=None, out_dir=".", batch_size: int = 20, *, baseline: bool = False
     _say(stream, f"per-record forward passes, summed over records (what decoding them one at a time "
                  f"would take): {sum(t.forward_passes for _, t in joint)}")
     _say(stream)
-    _table(stream, notices, vols, failed)
+    _table(stream, notices, vols, failed, none)
+    if none:
+        _say(stream, f"\n{len(none)} of {len(notices)} notices read as defining no zone: " + ", ".join(none))
     if failed:
         _say(stream, f"\n{len(failed)} of {len(notices)} notices failed extraction and are left out: "
                      + ", ".join(failed))

@@ -1,57 +1,120 @@
 """A 3D restricted volume (no-fly zone) as a pydantic model, with geometry helpers.
 
-Fields copy what a notice states, in its own notation: coordinates as written (compact
-DMS '473012N' or signed decimal '31.2304'), a radius as number + unit, vertical limits
-as value + unit + reference, times as YYMMDDhhmm in the notice's own clock plus that
-clock's UTC offset (0 for ICAO notices, 8 for Beijing time). Properties convert to
-decimal degrees, metres and aware UTC datetimes; ``footprint()`` and ``contains()`` answer
-geometric questions. Sources: item E of a NOTAM when it gives a precise zone (not the
-coarse Q-line circle), or a plain-language drone notice (English or Chinese).
+Every value a notice states is a piece of it, copied as written, and read by code
+(``readers``): each latitude and longitude in its own notation ('510718N', 'N2609',
+'S05 59 00', '40°26'46"N', '北纬22.5431度'; a joined pair like 'N2609E11430' is copied as
+its two halves), the radius ('1NM', '1.35 nautical miles', '500米'), the vertical limits
+('SFC', '2300FT AMSL', 'FL100', '真高120米'), the times ('2606010700', '1200 UTC December 5,
+2026', '2026年12月3日08时'). A model fills such a record by picking pieces of the text and
+deciding choices (the kind of area, the clock, uas_only); it never writes a digit the text
+lacks. Properties give decimal degrees, metres and aware UTC datetimes; ``footprint()`` and
+``contains()`` answer geometric questions. A notice that restricts no volume (a runway
+closure, a crane, garbage) is a record with ``area`` null: ``defines_zone`` is False.
 Knows nothing of models, decoding or how notices are generated.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
-from .units import LAT_PATTERN, LON_PATTERN, TIME10, VERBATIM, coordinate_to_decimal, destination_point
-from .units import check_utc_offset, parse_yymmddhhmm, to_metres
+from .readers import read_coordinate, read_limit, read_radius, read_time
+from .units import VERBATIM, destination_point
 
 CIRCLE_SEGMENTS = 64
-# Bounds the canvas. Some real boundaries list 19-24 points (closing repeat included);
-# those do not fit and would need a larger bound at the cost of a longer canvas.
-MAX_VERTICES = 16
+# Real boundaries list up to 31 points; a closing repeat of the first makes 32.
+MAX_VERTICES = 32
+# A height that names no reference ('120米', 'below 400 ft') is read as above ground: the
+# convention of drone rules, where such notices come from.
+DEFAULT_REF = "AGL"
+# Offsets of the world's clocks from UTC, in hours: what `utc_offset_hours` may decide.
+UTC_OFFSETS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0,
+               -1.0, -2.0, -3.0, -4.0, -5.0, -6.0, -7.0, -8.0, -9.0, -10.0, -11.0, -12.0,
+               3.5, 4.5, 5.5, 5.75, 6.5, 8.75, 9.5, 10.5, 12.75, 13.75, -3.5, -9.5)
+UtcOffset = Literal[UTC_OFFSETS]  # type: ignore[valid-type]  (a Literal of the tuple's values)
+
+
+def _ci(word: str) -> str:
+    """'NM' -> '[Nn][Mm]': ASCII letters of either case (notices come lowercased too)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isascii() and c.isalpha() else re.escape(c) for c in word)
+
+
+def _words(*words: str) -> str:
+    return "(" + "|".join(_ci(w) for w in sorted(words, key=len, reverse=True)) + ")"
+
+
+# -- what a copied piece may look like (the readers decide what it means) ----------------------------
+_DEC = r"(\.\d{1,8})?"
+_COMPACT = rf"\d{{1,7}}{_DEC}"                          # 510718, 2609, 31.2304
+_WRAPPED = r"\d{1,6} \d{1,6}(\.\d{1,3})?|\d{1,7}(\. \d{1,3}|\.\d{1,2} \d{1,2})"   # N35 0047: cut by a line end
+_SPACED = r"\d{1,3} \d{2}( \d{2}(\.\d{1,3})?)?"         # 05 59 00
+_SYMBOLS = rf"\d{{1,3}}{_DEC} ?[°º˚] ?(\d{{1,2}}{_DEC} ?['′’] ?(\d{{1,2}}{_DEC} ?(\"|″|”|'')?)?)?"  # 40°26'46"
+_CHINESE = rf"\d{{1,3}}{_DEC}度(\d{{1,2}}{_DEC}分(\d{{1,2}}{_DEC}秒)?)?"   # 114度03分28秒, 22.5431度
+_BODY = f"({_SYMBOLS}|{_SPACED}|{_WRAPPED}|{_COMPACT})"
+
+
+def _coordinate(letters: str, words: str, degrees: str) -> str:
+    return (rf"^([{letters}] ?{_BODY}|{_BODY} ?[{letters}]|({words}) ?({_CHINESE}|{_COMPACT})"
+            rf"|[+-]?{degrees}{_DEC}°?)$")
+
+
+LAT_PIECE = _coordinate("NSns", "北纬|南纬|北緯|南緯", r"\d{1,2}")
+LON_PIECE = _coordinate("EWew", "东经|西经|東經|西經", r"\d{1,3}")
+_AMOUNT = r"(\d{1,3}(,\d{3})+|\d{1,6})(\.\d{1,3})?"
+RADIUS_PIECE = (rf"^(半径(为)? ?)?{_AMOUNT} ?({_words('NM', 'NMI', 'nautical mile', 'nautical miles', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers', 'M', 'metre', 'metres', 'meter', 'meters', 'FT', 'feet', 'foot')}"
+                rf"|海里|公里|千米|米)$")
+_REF = _words("AGL", "AMSL", "MSL", "above ground level", "above ground", "above mean sea level", "above sea level")
+_LEAD = _words("MAX HGT", "HGT", "up to", "below", "height", "max")
+LIMIT_PIECE = (rf"^({_words('SFC', 'GND', 'surface', 'ground level', 'ground')}|地面|{_ci('FL')} ?\d{{2,3}}"
+               rf"|({_LEAD} )?{_AMOUNT} ?{_words('FT', 'feet', 'foot', 'M', 'metres', 'meters')}( {_REF})?"
+               rf"|(真高|相对高度|海拔高度|海拔|限高|最高)?{_AMOUNT} ?(米|{_ci('m')})(以下|及以下)?)$")
+# A time as written: YYMMDDhhmm, dates with month names, ISO, Chinese; zone marks are left to
+# utc_offset_hours (a piece may still hold one, e.g. '1200 UTC December 5, 2026', and it wins).
+_TIME_CHAR = "0-9A-Za-z年月日号时点分上下午晚凌晨早傍中:,./+\\-"
+TIME_PIECE = rf"^[{_TIME_CHAR}]([{_TIME_CHAR} ]{{0,38}}[{_TIME_CHAR}])?$"
+NOTAM_ID = r"^[A-Za-z]?\d{1,4}/\d{2,4}$"
+
+
+@lru_cache(maxsize=8192)
+def _degrees(piece: str, axis: str) -> float:
+    return read_coordinate(piece, axis)
+
+
+def _piece(pattern: str, tokens: int, description: str, default=...) -> Field:
+    return Field(default, pattern=pattern, description=description, json_schema_extra={"max_tokens": tokens, **VERBATIM})
 
 
 class Position(BaseModel):
-    """A point as written in the notice."""
+    """A point as the notice writes it: latitude and longitude, each copied as written."""
 
     model_config = ConfigDict(extra="forbid")
 
-    lat: str = Field(pattern=LAT_PATTERN, description="latitude as written: DDMMSS[.s]N|S, DDMMN or signed decimal")
-    lon: str = Field(pattern=LON_PATTERN, description="longitude as written: DDDMMSS[.s]E|W, DDDMMW or signed decimal")
+    lat: str = _piece(LAT_PIECE, 16, "latitude as written, e.g. 510718N, N2609, S05 59 00, 40°26'46\"N, "
+                                     "31.2304, 北纬22.5431度")
+    lon: str = _piece(LON_PIECE, 16, "longitude as written, e.g. 0021047W, E11430, E090 05 00, 121.4737, "
+                                     "东经114.0579度")
 
     @field_validator("lat")
     @classmethod
     def _lat(cls, v: str) -> str:
-        coordinate_to_decimal(v, "lat")
+        _degrees(v, "lat")
         return v
 
     @field_validator("lon")
     @classmethod
     def _lon(cls, v: str) -> str:
-        coordinate_to_decimal(v, "lon")
+        _degrees(v, "lon")
         return v
 
     @property
     def decimal(self) -> tuple[float, float]:
-        return coordinate_to_decimal(self.lat, "lat"), coordinate_to_decimal(self.lon, "lon")
+        return _degrees(self.lat, "lat"), _degrees(self.lon, "lon")
 
 
 Vertex = Position  # a polygon corner is a position like any other
@@ -64,17 +127,27 @@ class CircleArea(BaseModel):
 
     kind: Literal["circle"] = Field("circle", description="discriminator: a circle around a centre")
     center: Position = Field(description="centre of the circle as written")
-    radius_value: float = Field(gt=0, le=100_000, description="radius number as written, e.g. 1.35")
-    radius_unit: Literal["M", "KM", "NM", "FT"] = Field(description="radius unit: M (米), KM (公里), NM or FT")
+    radius: str = _piece(RADIUS_PIECE, 12, "radius as written, number and unit, e.g. 1NM, 0.5 NM, 1.35 nautical "
+                                           "miles, 500米, 5 km")
+
+    @field_validator("radius")
+    @classmethod
+    def _radius(cls, v: str) -> str:
+        read_radius(v)
+        return v
 
 
 class PolygonArea(BaseModel):
-    """WI AREA BOUNDED BY <v1> - <v2> - ... (the closing repeat of v1 may be copied too)."""
+    """WI AREA BOUNDED BY <v1> - <v2> - ... ; the closing repeat of v1 may be copied too
+    (it is dropped when the footprint is read); 'BACK TO START' closes the ring unwritten."""
 
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["polygon"] = Field("polygon", description="discriminator: an area bounded by vertices")
-    vertices: list[Position] = Field(min_length=3, max_length=MAX_VERTICES, description="vertices in the order written")
+    vertices: list[Position] = Field(
+        min_length=3, max_length=MAX_VERTICES, json_schema_extra={"item_blocks": True},
+        description="vertices in the order written, each copied as written",
+    )
 
     @field_validator("vertices")
     @classmethod
@@ -83,27 +156,11 @@ class PolygonArea(BaseModel):
             raise ValueError("an area needs at least three distinct vertices")
         return v
 
-
-class Limit(BaseModel):
-    """A vertical limit: SFC/GND is value 0, unit M, ref AGL; FL195 is 195, FL, STD."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    value: float = Field(ge=0, le=99999, description="number as written, e.g. 350 for 350FT; 0 for SFC/GND/地面")
-    unit: Literal["M", "FT", "FL"] = Field(description="M (米), FT, or FL for a flight level")
-    ref: Literal["AGL", "AMSL", "STD"] = Field(
-        description="AGL (above ground, 真高, SFC/GND), AMSL (above sea level, 海拔), STD for flight levels"
-    )
-
-    @model_validator(mode="after")
-    def _fl_is_std(self) -> "Limit":
-        if (self.unit == "FL") != (self.ref == "STD"):
-            raise ValueError("flight levels (unit FL) go with ref STD, and STD only with FL")
-        return self
-
     @property
-    def metres(self) -> float:
-        return to_metres(self.value, self.unit)
+    def ring(self) -> list[tuple[float, float]]:
+        """(lat, lon) of the vertices without a closing repeat of the first."""
+        points = [p.decimal for p in self.vertices]
+        return points[:-1] if len(points) > 3 and points[-1] == points[0] else points
 
 
 Area = Annotated[Union[CircleArea, PolygonArea], Field(discriminator="kind")]
@@ -115,27 +172,68 @@ _WINDOW = re.compile(r"(\d{2}):?(\d{2})\s*(?:-|–|~|至|到)\s*(\d{2}):?(\d{2})
 _DAILY_NOISE = re.compile(r"DLY|DAILY|EVERY DAY|每日|每天|[\s,;，、]|AND|和")
 
 
+@lru_cache(maxsize=8192)
+def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: float
+                  ) -> tuple[Optional[datetime], Optional[datetime]]:
+    """The start and end pieces -> aware UTC datetimes (None where not stated or PERM/UFN).
+
+    Each piece is read in the notice's clock unless it names its own. Either may leave out
+    what the other states ('2026年12月3日08时' ... '18时' shares the start's day; '06:00' ...
+    '11:30 on 14 June 2031' takes the end's); a time with no date that would put the end
+    before the start is a day later (an end) or earlier (a start): an overnight window.
+    Raises ValueError naming the piece.
+    """
+    def alone(piece):
+        try:
+            return read_time(piece, utc_offset_hours), True
+        except ValueError as e:
+            if "pass `default`" not in str(e):
+                raise
+            return None, False
+
+    first, first_dated = alone(start) if start is not None else (None, True)
+    last, last_dated = alone(end) if end is not None else (None, True)
+    if not first_dated:
+        if last is None:
+            raise ValueError(f"cannot read {start!r} as a time: it states no date and the end gives none")
+        first = read_time(start, utc_offset_hours, default=last)
+        if first is not None and first > last:
+            first = read_time(start, utc_offset_hours, default=last - timedelta(days=1))
+    if not last_dated:
+        if first is None:
+            raise ValueError(f"cannot read {end!r} as a time: it states no date and the start gives none")
+        last = read_time(end, utc_offset_hours, default=first)
+        if last is not None and last < first:
+            last = read_time(end, utc_offset_hours, default=first + timedelta(days=1))
+    return first, last
+
+
 class NoFlyZone(BaseModel):
-    """A restricted volume: an area, a floor and a ceiling, a validity window."""
+    """A restricted volume: an area, a floor and a ceiling, a validity window; or no zone.
+
+    The notice's values are pieces of its text, as written (see the module docstring).
+    ``area`` is null when the notice defines no volume (runway, taxiway, lighting, crane,
+    obstacle or procedure notices; text that is no notice at all): then ``defines_zone`` is
+    False, ``footprint()`` raises and ``contains()`` is False; the other fields still say
+    what the notice states (its number, items B/C/D/F/G), reason and uas_only say nothing.
+    A null floor is the surface; a null ceiling is unlimited (UNL is not copied); a null
+    valid_to_raw is permanent (PERM/UFN are not copied) or not stated. A height naming no
+    reference is above ground (DEFAULT_REF).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    notam_id: Optional[str] = Field(
-        None, pattern=r"^[A-Z]?\d{1,4}/\d{2,4}$", json_schema_extra=VERBATIM,
-        description="NOTAM number if the notice is a NOTAM, else null",
-    )
-    area: Area = Field(description="the horizontal extent: a circle or a polygon")
-    floor: Limit = Field(description="lower limit (F); SFC/GND as 0 M AGL")
-    ceiling: Optional[Limit] = Field(None, description="upper limit (G); null when unlimited (UNL)")
-    valid_from_raw: Optional[str] = Field(
-        None, pattern=TIME10, description="start as YYMMDDhhmm in the notice's clock; null if not stated"
-    )
-    valid_to_raw: Optional[str] = Field(
-        None, pattern=TIME10, description="end as YYMMDDhhmm in the notice's clock; null if permanent or not stated"
-    )
-    utc_offset_hours: float = Field(
-        0.0, ge=-12, le=14, description="offset of the notice's clock from UTC: 0 for UTC/Z, 8 for 北京时间"
-    )
+    notam_id: Optional[str] = _piece(NOTAM_ID, 12, "NOTAM number if the notice is a NOTAM, else null", None)
+    floor: Optional[str] = _piece(LIMIT_PIECE, 16, "lower limit as written, e.g. SFC, 1500FT AMSL, FL050; "
+                                                   "null if not stated (the surface)", None)
+    ceiling: Optional[str] = _piece(LIMIT_PIECE, 16, "upper limit as written, e.g. 400FT AGL, FL100, 真高120米; "
+                                                     "null when unlimited (UNL) or not stated", None)
+    valid_from_raw: Optional[str] = _piece(TIME_PIECE, 24, "start as written, e.g. 2606010700, 1200 UTC December 5, 2026, "
+                                                       "2026年12月3日08时; null if not stated", None)
+    valid_to_raw: Optional[str] = _piece(TIME_PIECE, 24, "end as written, e.g. 2606011800, 18时; null if permanent "
+                                                     "(PERM, UFN) or not stated", None)
+    utc_offset_hours: UtcOffset = Field(  # type: ignore[valid-type]
+        0.0, description="offset of the notice's clock from UTC: 0 for UTC/Z and ICAO items B/C, 8 for 北京时间")
     schedule: Optional[str] = Field(
         None, max_length=120, description="active hours as written, e.g. DLY 0800-1700; null if continuous",
         json_schema_extra={"max_tokens": 32, **VERBATIM},
@@ -145,36 +243,41 @@ class NoFlyZone(BaseModel):
         None, max_length=160, description="the stated activity or reason, copied briefly, e.g. FIREWORK DISPLAY",
         json_schema_extra={"max_tokens": 48, **VERBATIM},
     )
+    # Last, so that the vertices (a block each) end the canvas: every other field is decoded
+    # in the first block.
+    area: Optional[Area] = Field(None, description="the horizontal extent: a circle or a polygon; null when the "
+                                                   "notice defines no zone")
 
-    @field_validator("valid_from_raw", "valid_to_raw")
+    @field_validator("floor", "ceiling")
     @classmethod
-    def _real_time(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None:
-            parse_yymmddhhmm(v)
+    def _limit(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and read_limit(v, DEFAULT_REF)[0] is None:
+            raise ValueError(f"{v!r} is unlimited: leave the field null instead")
         return v
-
-    @field_validator("utc_offset_hours")
-    @classmethod
-    def _offset(cls, v: float) -> float:
-        return check_utc_offset(v)
 
     @model_validator(mode="after")
     def _consistent(self) -> "NoFlyZone":
+        start, end = read_validity(self.valid_from_raw, self.valid_to_raw, self.utc_offset_hours)
         # Only comparable in one reference: 1200FT AGL over a valley may lie below 200M AMSL.
-        if self.ceiling is not None and self.ceiling.ref == self.floor.ref and self.ceiling_m < self.floor_m:
+        if self.ceiling is not None and self.ceiling_ref == self.floor_ref and self.ceiling_m < self.floor_m:
             raise ValueError(f"ceiling {self.ceiling_m:.0f} m is below floor {self.floor_m:.0f} m")
-        if self.valid_from and self.valid_to and self.valid_to < self.valid_from:
-            raise ValueError(f"valid_to_raw {self.valid_to_raw} is before valid_from_raw {self.valid_from_raw}")
+        if start is not None and end is not None and end < start:
+            raise ValueError(f"valid_to_raw {self.valid_to_raw!r} is before valid_from_raw {self.valid_from_raw!r}")
         return self
 
-    # -- decoded values ---------------------------------------------------------------------
+    # -- read values -----------------------------------------------------------------------------
     @property
-    def center_lat(self) -> float:
-        return self._center()[0]
+    def defines_zone(self) -> bool:
+        """Whether the notice restricts a volume (False: a runway closure, a crane, garbage...)."""
+        return self.area is not None
 
     @property
-    def center_lon(self) -> float:
-        return self._center()[1]
+    def center_lat(self) -> Optional[float]:
+        return None if self.area is None else self._center()[0]
+
+    @property
+    def center_lon(self) -> Optional[float]:
+        return None if self.area is None else self._center()[1]
 
     def _center(self) -> tuple[float, float]:
         # A circle's centre as given; a polygon's is its footprint centroid (for labels, maps).
@@ -185,40 +288,36 @@ class NoFlyZone(BaseModel):
 
     @property
     def radius_m(self) -> Optional[float]:
-        if isinstance(self.area, CircleArea):
-            return to_metres(self.area.radius_value, self.area.radius_unit)
-        return None
+        return read_radius(self.area.radius) if isinstance(self.area, CircleArea) else None
 
     @property
     def polygon(self) -> Optional[list[tuple[float, float]]]:
-        """(lat, lon) vertices in decimal degrees for polygons; None for circles."""
-        if isinstance(self.area, PolygonArea):
-            return [p.decimal for p in self.area.vertices]
-        return None
+        """(lat, lon) vertices in decimal degrees for polygons, closing repeat dropped; None otherwise."""
+        return self.area.ring if isinstance(self.area, PolygonArea) else None
 
     @property
     def floor_m(self) -> float:
-        return self.floor.metres
-
-    @property
-    def ceiling_m(self) -> Optional[float]:
-        return None if self.ceiling is None else self.ceiling.metres
+        return 0.0 if self.floor is None else read_limit(self.floor, DEFAULT_REF)[0]
 
     @property
     def floor_ref(self) -> str:
-        return self.floor.ref
+        return "AGL" if self.floor is None else read_limit(self.floor, DEFAULT_REF)[1]
+
+    @property
+    def ceiling_m(self) -> Optional[float]:
+        return None if self.ceiling is None else read_limit(self.ceiling, DEFAULT_REF)[0]
 
     @property
     def ceiling_ref(self) -> Optional[str]:
-        return None if self.ceiling is None else self.ceiling.ref
+        return None if self.ceiling is None else read_limit(self.ceiling, DEFAULT_REF)[1]
 
     @property
     def valid_from(self) -> Optional[datetime]:
-        return None if self.valid_from_raw is None else parse_yymmddhhmm(self.valid_from_raw, self.utc_offset_hours)
+        return read_validity(self.valid_from_raw, self.valid_to_raw, self.utc_offset_hours)[0]
 
     @property
     def valid_to(self) -> Optional[datetime]:
-        return None if self.valid_to_raw is None else parse_yymmddhhmm(self.valid_to_raw, self.utc_offset_hours)
+        return read_validity(self.valid_from_raw, self.valid_to_raw, self.utc_offset_hours)[1]
 
     # -- geometry ---------------------------------------------------------------------------
     def footprint(self) -> Polygon:
@@ -226,8 +325,11 @@ class NoFlyZone(BaseModel):
 
         Circles: CIRCLE_SEGMENTS great-circle points on a sphere (not wrapped at +-180, so
         a ring across the antimeridian stays one piece; circles around a pole are not
-        supported). Polygons: the vertices as given, not repaired if self-intersecting.
+        supported). Polygons: the vertices as given (closing repeat dropped), not repaired
+        if self-intersecting. Raises ValueError when the notice defines no zone.
         """
+        if self.area is None:
+            raise ValueError("the notice defines no zone (area is null): there is no footprint")
         if isinstance(self.area, CircleArea):
             lat, lon = self.area.center.decimal
             r = self.radius_m
@@ -240,9 +342,10 @@ class NoFlyZone(BaseModel):
         within one of its windows. Other schedules are ignored (treated as always active)."""
         if when.tzinfo is None:
             raise ValueError("`when` must be timezone-aware, e.g. datetime(..., tzinfo=timezone.utc)")
-        if self.valid_from is not None and when < self.valid_from:
+        start, end = self.valid_from, self.valid_to
+        if start is not None and when < start:
             return False
-        if self.valid_to is not None and when > self.valid_to:
+        if end is not None and when > end:
             return False
         windows = daily_windows(self.schedule)
         if not windows:
@@ -253,12 +356,12 @@ class NoFlyZone(BaseModel):
         return any(a <= minute <= b if a <= b else minute >= a or minute <= b for a, b in windows)
 
     def contains(self, lat: float, lon: float, alt_m: float, when: datetime) -> bool:
-        """Is (lat, lon, alt_m) inside the volume at `when`?
+        """Is (lat, lon, alt_m) inside the volume at `when`? False when no zone is defined.
 
         alt_m is compared with floor_m/ceiling_m as numbers: give it in the zone's own
         reference (floor_ref/ceiling_ref); the zone cannot convert AGL to AMSL without
         terrain. Horizontal test on footprint(), boundary included."""
-        if not self.active_at(when):
+        if self.area is None or not self.active_at(when):
             return False
         if alt_m < self.floor_m or (self.ceiling is not None and alt_m > self.ceiling_m):
             return False

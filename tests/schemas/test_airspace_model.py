@@ -1,4 +1,5 @@
-"""NoFlyZone: conversions, the footprint's area, and contains() in space and time."""
+"""NoFlyZone: pieces as written read into degrees, metres and UTC; the footprint's area;
+contains() in space and time; and the record that defines no zone."""
 
 import math
 from datetime import datetime, timedelta, timezone
@@ -6,20 +7,24 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pydantic import ValidationError
 
-from clover_struct.schemas.airspace import CIRCLE_SEGMENTS, NoFlyZone, daily_windows
+from clover_struct.schemas.airspace import CIRCLE_SEGMENTS, MAX_VERTICES, NoFlyZone, daily_windows
 from clover_struct.schemas.units import EARTH_RADIUS_M
 
 UTC = timezone.utc
+FT, NM = 0.3048, 1852.0
 
 
-def circle(lat="473000N", lon="0083000E", value=2.0, unit="KM", **kw):
-    data = dict(
-        area={"kind": "circle", "center": {"lat": lat, "lon": lon}, "radius_value": value, "radius_unit": unit},
-        floor={"value": 0, "unit": "M", "ref": "AGL"}, ceiling={"value": 400, "unit": "FT", "ref": "AGL"},
-        valid_from_raw="3103031400", valid_to_raw="3103051800", uas_only=True, reason="TEST EVENT",
-    )
+def circle(lat="473000N", lon="0083000E", radius="2KM", **kw):
+    data = dict(area={"kind": "circle", "center": {"lat": lat, "lon": lon}, "radius": radius}, floor="SFC",
+                ceiling="400FT AGL", valid_from_raw="3103031400", valid_to_raw="3103051800", uas_only=True,
+                reason="TEST EVENT")
     data.update(kw)
     return NoFlyZone(**data)
+
+
+def polygon(*points, **kw):
+    return NoFlyZone(area={"kind": "polygon", "vertices": [{"lat": a, "lon": b} for a, b in points]},
+                     uas_only=False, **kw)
 
 
 def area_m2(polygon) -> float:
@@ -32,31 +37,67 @@ def area_m2(polygon) -> float:
     return Polygon(pts).area
 
 
-@pytest.mark.parametrize("lat, radius_km", [("473000N", 2.0), ("000000N", 0.3), ("6830S", 25.0)])
-def test_circle_area_is_close_to_pi_r_squared(lat, radius_km):
-    z = circle(lat=lat, value=radius_km)
+@pytest.mark.parametrize("lat, radius, metres", [("473000N", "2KM", 2000.0), ("000000N", "300 m", 300.0),
+                                                 ("6830S", "25 kilometres", 25_000.0), ("N4730", "1.35NM", 2500.2)])
+def test_circle_area_is_close_to_pi_r_squared(lat, radius, metres):
+    z = circle(lat=lat, radius=radius)
     shape = z.footprint()
+    assert z.radius_m == pytest.approx(metres)
     assert shape.is_valid and len(shape.exterior.coords) == CIRCLE_SEGMENTS + 1
-    expected = math.pi * (radius_km * 1000) ** 2
-    assert area_m2(shape) == pytest.approx(expected, rel=0.005)  # a 64-gon covers 99.84% of its circle
+    assert area_m2(shape) == pytest.approx(math.pi * metres**2, rel=0.005)  # a 64-gon covers 99.84% of its circle
 
 
-def test_conversions():
-    z = circle(value=1.35, unit="NM", ceiling={"value": 195, "unit": "FL", "ref": "STD"})
+def test_pieces_are_read():
+    z = circle(radius="1.35 nautical miles", ceiling="FL195")
     assert z.center_lat == pytest.approx(47.5) and z.center_lon == pytest.approx(8.5)
-    assert z.radius_m == pytest.approx(2500.2)
-    assert z.ceiling_m == pytest.approx(5943.6) and z.ceiling_ref == "STD"
+    assert z.radius_m == pytest.approx(1.35 * NM)
+    assert z.ceiling_m == pytest.approx(19500 * FT) and z.ceiling_ref == "STD"
     assert z.floor_m == 0 and z.floor_ref == "AGL"
-    assert z.polygon is None
+    assert z.polygon is None and z.defines_zone
     assert z.valid_from == datetime(2031, 3, 3, 14, 0, tzinfo=UTC)
     assert NoFlyZone.model_validate(z.model_dump(mode="json")) == z
 
 
-def test_local_clock_is_converted_to_utc():
-    z = circle(lat="31.2304", lon="121.4737", valid_from_raw="3105010800", valid_to_raw="3105011800", utc_offset_hours=8)
-    assert z.valid_from == datetime(2031, 5, 1, 0, 0, tzinfo=UTC)
-    assert z.valid_to == datetime(2031, 5, 1, 10, 0, tzinfo=UTC)
-    assert z.center_lat == 31.2304
+@pytest.mark.parametrize("lat, lon, expected", [
+    ("510718N", "0021047W", (51 + 7 / 60 + 18 / 3600, -(2 + 10 / 60 + 47 / 3600))),
+    ("N2609", "E11430", (26 + 9 / 60, 114.5)),
+    ("S05 59 00", "E090 05 00", (-(5 + 59 / 60), 90 + 5 / 60)),
+    ("40°26'46\"N", "79°58'56\"W", (40 + 26 / 60 + 46 / 3600, -(79 + 58 / 60 + 56 / 3600))),
+    ("北纬22.5431度", "东经114.0579度", (22.5431, 114.0579)),
+    ("31.2304", "-121.4737", (31.2304, -121.4737)),
+    ("N35 0047", "E120 0943", (35 + 47 / 3600, 120 + 9 / 60 + 43 / 3600)),   # cut by a line end
+    ("510718n", "0021047w", (51 + 7 / 60 + 18 / 3600, -(2 + 10 / 60 + 47 / 3600))),
+])
+def test_every_notation_of_a_centre(lat, lon, expected):
+    z = circle(lat=lat, lon=lon)
+    assert (z.center_lat, z.center_lon) == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("floor, ceiling, expected", [
+    ("SFC", "2300FT AMSL", (0.0, "AGL", 2300 * FT, "AMSL")),
+    ("GND", "FL100", (0.0, "AGL", 10000 * FT, "STD")),
+    (None, "真高120米以下", (0.0, "AGL", 120.0, "AGL")),
+    (None, "up to 1,200 ft above ground", (0.0, "AGL", 1200 * FT, "AGL")),
+    ("surface", "150 m AGL", (0.0, "AGL", 150.0, "AGL")),
+    ("1500FT AMSL", None, (1500 * FT, "AMSL", None, None)),
+    (None, "120米", (0.0, "AGL", 120.0, "AGL")),   # no reference stated: above ground
+])
+def test_limits_are_read(floor, ceiling, expected):
+    z = circle(floor=floor, ceiling=ceiling)
+    assert (z.floor_m, z.floor_ref, z.ceiling_m, z.ceiling_ref) == pytest.approx(expected)
+
+
+def test_times_in_the_notice_clock_and_as_written():
+    z = circle(valid_from_raw="2026年12月3日08时", valid_to_raw="18时", utc_offset_hours=8)
+    assert (z.valid_from, z.valid_to) == (datetime(2026, 12, 3, 0, tzinfo=UTC), datetime(2026, 12, 3, 10, tzinfo=UTC))
+    z = circle(valid_from_raw="1200 UTC December 5, 2026", valid_to_raw="2000 UTC December 5, 2026", utc_offset_hours=8)
+    assert z.valid_from == datetime(2026, 12, 5, 12, tzinfo=UTC)   # the piece names its clock, which wins
+    z = circle(valid_from_raw="06:00", valid_to_raw="11:30 on 14 June 2031", utc_offset_hours=5.5)
+    assert z.valid_from == datetime(2031, 6, 14, 0, 30, tzinfo=UTC)   # the start takes the end's day
+    z = circle(valid_from_raw="14 June 2031 22:00", valid_to_raw="06:00")
+    assert z.valid_to == datetime(2031, 6, 15, 6, tzinfo=UTC)        # an overnight window
+    z = circle(valid_from_raw="2606010700", valid_to_raw=None)
+    assert z.valid_to is None
 
 
 def test_contains_inside_outside_above_and_out_of_time():
@@ -77,24 +118,44 @@ def test_unlimited_and_permanent():
     z = circle(ceiling=None, valid_to_raw=None)
     assert z.ceiling_m is None and z.valid_to is None
     assert z.contains(47.5, 8.5, 20_000.0, datetime(2049, 1, 1, tzinfo=UTC))
+    with pytest.raises(ValidationError, match="ceiling"):   # unlimited is null, not a copy of UNL
+        circle(ceiling="UNL")
 
 
-def test_polygon_zone():
+def test_polygon_zone_drops_the_closing_repeat():
     corners = [("10.0", "20.0"), ("10.0", "20.1"), ("10.1", "20.1"), ("10.1", "20.0"), ("10.0", "20.0")]
-    verts = [{"lat": a, "lon": b} for a, b in corners]
-    z = NoFlyZone(area={"kind": "polygon", "vertices": verts}, floor={"value": 0, "unit": "M", "ref": "AGL"},
-                  uas_only=False)
-    assert z.radius_m is None and z.polygon[1] == (10.0, 20.1)
+    z = polygon(*corners)
+    assert z.radius_m is None and z.polygon == [(10.0, 20.0), (10.0, 20.1), (10.1, 20.1), (10.1, 20.0)]
     assert (z.center_lat, z.center_lon) == pytest.approx((10.05, 20.05))
     when = datetime(2030, 1, 1, tzinfo=UTC)
     assert z.contains(10.05, 20.05, 100.0, when) and not z.contains(10.2, 20.05, 100.0, when)
+    assert polygon(*corners[:4]).footprint().equals(z.footprint())   # BACK TO START: the same ring
     with pytest.raises(ValidationError, match="three distinct"):
-        NoFlyZone(area={"kind": "polygon", "vertices": verts[:2] + verts[:1]},
-                  floor={"value": 0, "unit": "M", "ref": "AGL"}, uas_only=False)
+        polygon(*corners[:2], corners[0])
+
+
+def test_a_boundary_of_32_vertices():
+    ring = [(f"N{10 + round(math.sin(2 * math.pi * k / 31) * 5):02d}{k:02d}",
+             f"E{100 + round(math.cos(2 * math.pi * k / 31) * 5):03d}00") for k in range(31)]
+    z = polygon(*ring, ring[0])
+    assert len(z.area.vertices) == MAX_VERTICES and len(z.polygon) == 31
+    with pytest.raises(ValidationError):
+        polygon(*ring, ring[0], ring[1])
+
+
+def test_a_notice_that_defines_no_zone():
+    z = NoFlyZone(notam_id="A1234/26", valid_from_raw="2606010700", valid_to_raw="2606011800", uas_only=False)
+    assert not z.defines_zone and z.area is None
+    assert (z.center_lat, z.center_lon, z.radius_m, z.polygon) == (None, None, None, None)
+    assert not z.contains(47.5, 8.5, 10.0, datetime(2026, 6, 1, 12, tzinfo=UTC))
+    with pytest.raises(ValueError, match="no zone"):
+        z.footprint()
+    assert NoFlyZone.model_validate(z.model_dump(mode="json")) == z
+    assert NoFlyZone(uas_only=False).valid_from is None
 
 
 def test_circle_across_the_antimeridian():
-    z = circle(lat="000000N", lon="1795900E", value=5.0)
+    z = circle(lat="000000N", lon="1795900E", radius="5KM")
     assert z.contains(0.0, -179.99, 10.0, datetime(2031, 3, 4, tzinfo=UTC))
 
 
@@ -113,18 +174,20 @@ def test_daily_schedule_is_enforced_other_schedules_ignored():
 
 
 @pytest.mark.parametrize(
-    "change",
+    "change, message",
     [
-        {"ceiling": {"value": 100, "unit": "FL", "ref": "AGL"}},
-        {"floor": {"value": 500, "unit": "M", "ref": "AGL"}, "ceiling": {"value": 100, "unit": "M", "ref": "AGL"}},
-        {"valid_to_raw": "3103011800"},
-        {"utc_offset_hours": 5.2},
-        {"area": {"kind": "circle", "center": {"lat": "47.5N", "lon": "8.5"}, "radius_value": 1, "radius_unit": "KM"}},
-        {"area": {"kind": "circle", "center": {"lat": "473000N", "lon": "0083000E"},
-                  "radius_value": 1, "radius_unit": "MI"}},
-        {"area": {"kind": "square"}},
+        ({"ceiling": "100 M AGL", "floor": "500 M AGL"}, "below floor"),
+        ({"valid_to_raw": "3103011800"}, "before valid_from"),
+        ({"utc_offset_hours": 5.2}, "utc_offset_hours"),
+        ({"area": {"kind": "circle", "center": {"lat": "0083000E", "lon": "0083000E"}, "radius": "1KM"}}, "center.lat"),
+        ({"area": {"kind": "circle", "center": {"lat": "473000N", "lon": "0083000E"}, "radius": "1 mile"}}, "radius"),
+        ({"area": {"kind": "circle", "center": {"lat": "973000N", "lon": "0083000E"}, "radius": "1KM"}}, "lat"),
+        ({"valid_from_raw": "3102300000"}, "real date"),
+        ({"valid_from_raw": "18时", "valid_to_raw": None}, "no date"),
+        ({"ceiling": "ABOUT 400FT"}, "ceiling"),
+        ({"area": {"kind": "square"}}, "square"),
     ],
 )
-def test_invalid_zones_are_rejected(change):
-    with pytest.raises(ValidationError):
+def test_invalid_zones_are_rejected(change, message):
+    with pytest.raises(ValidationError, match=message):
         circle(**change)

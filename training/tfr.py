@@ -1,0 +1,116 @@
+"""FAA temporary flight restrictions: domestic FDC NOTAM text and the plain TFR listing.
+
+Family `zone_faa_tfr`. The FDC form runs on one line (`!FDC 6/4321 ZLA CA..AIRSPACE ...
+WI AN AREA DEFINED AS 3NM RADIUS OF 340356N1181459W ... SFC-3000FT AGL EFFECTIVE
+2612051200 UTC UNTIL 2612052000 UTC`), polygons as `... TO ... TO ...`; the listing
+gives one field a line with times such as `1200 UTC December 5, 2026` and positions in
+symbols or decimals. The wording is this module's own. Returns the text, the gold
+NoFlyZone and its meaning. Knows nothing of models; the real notices are never read here.
+"""
+
+from __future__ import annotations
+
+import random
+
+from clover_struct.schemas.airspace import NoFlyZone
+
+from . import draw
+from . import notation as N
+from .draw import ZoneSpec, place
+from .zone_notams import window
+
+STATES = "AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY NC ND OH " \
+         "OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY".split()
+KINDS = ("SECURITY", "HAZARDS", "VIP", "SPACE OPERATIONS", "SPECIAL", "AIR SHOWS/SPORTS")
+REASONS = ("FIRE FIGHTING OPERATIONS", "VIP MOVEMENT", "SPACE LAUNCH OPERATIONS", "STADIUM EVENT",
+           "LAW ENFORCEMENT OPERATIONS", "HAZARDOUS MATERIALS SPILL", "DISASTER RELIEF", "AIR SHOW")
+
+
+def _position(rng, lat, lon, notation, places=0):
+    a, x = N.coordinate(lat, "lat", notation, places)
+    b, y = N.coordinate(lon, "lon", notation, places)
+    return a, b, (x, y)
+
+
+def tfr_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Meant]:
+    """An FAA TFR in FDC NOTAM text (two thirds) or as the plain listing."""
+    start, end = window(rng, spec)
+    meant = N.Meant(valid_from=start, valid_to=end)
+    reason, uas = rng.choice(REASONS), spec.uas_only and rng.random() < 0.3
+    if rng.random() < 2 / 3:
+        return _fdc(rng, spec, meant, start, end, reason, uas)
+    return _listing(rng, spec, meant, start, end, reason, uas)
+
+
+def _vertical(rng, spec: ZoneSpec, meant: N.Meant, fdc: bool) -> tuple[str, str, str]:
+    """(phrase, floor piece, ceiling piece): the surface up to a height, MSL or AGL."""
+    ref = "AGL" if spec.ceiling_ref == "AGL" or rng.random() < 0.4 else "AMSL"
+    metres = spec.ceiling_m or rng.uniform(300, 5000)
+    feet = max(100, round(metres / N.FT / 100) * 100)
+    meant.ceiling_m, meant.ceiling_ref = feet * N.FT, ref
+    if fdc:
+        floor = rng.choice(["SFC", "SURFACE"])
+        ceiling = f"{feet}FT {'AGL' if ref == 'AGL' else 'MSL'}"
+        phrase = f"{floor}-{ceiling}" if floor == "SFC" else f"{floor} UP TO AND INCLUDING {ceiling}"
+        return phrase, floor, ceiling
+    number = f"{feet:,}" if rng.random() < 0.5 else str(feet)
+    ceiling = f"{number} feet {'AGL' if ref == 'AGL' else 'MSL'}"
+    return f"from the surface up to and including {ceiling}", "surface", ceiling
+
+
+def _fdc(rng, spec, meant, start, end, reason, uas):
+    state, artcc = rng.choice(STATES), "Z" + draw.letters(rng, 2)
+    nid = f"{start.year % 10}/{rng.randint(1000, 9999)}"
+    if spec.radius_m is not None:
+        r, meant.radius_m = N.radius(rng, max(spec.radius_m, 926.0), "NM", ["NM"])
+        lat, lon, meant.center = _position(rng, *spec.center, "dms")
+        meant.kind = "circle"
+        navaid = f" ({draw.letters(rng, 3)} VOR/DME {rng.randint(1, 360):03d} DEGREES {rng.randint(1, 40)}.{rng.randint(0, 9)}NM)"
+        where = f"{r} RADIUS OF {lat}{lon}{navaid if rng.random() < 0.6 else ''}"
+        area = N.circle_area(lat, lon, r)
+    else:
+        pts = [_position(rng, a, b, "dms") for a, b in spec.vertices]
+        meant.kind, meant.vertices = "polygon", [p[2] for p in pts]
+        pts.append(pts[0])
+        where = " TO ".join(a + b for a, b, _ in pts)
+        area = N.polygon_area([(a, b) for a, b, _ in pts])
+    vertical, floor, ceiling = _vertical(rng, spec, meant, True)
+    b, c = N.icao_time(start), N.icao_time(end)
+    who = "UNMANNED AIRCRAFT OPERATIONS ARE PROHIBITED" if uas else rng.choice([
+        "PURSUANT TO 14 CFR SECTION 91.137(A)(2)", "PURSUANT TO 49 USC 40103(B)", "PURSUANT TO 14 CFR SECTION 99.7"])
+    text = (f"!FDC {nid} {artcc} {state}..AIRSPACE {place(rng)}, {state}..TEMPORARY FLIGHT RESTRICTIONS WI AN AREA "
+            f"DEFINED AS {where} {vertical} EFFECTIVE {b} UTC UNTIL {c} UTC. {who} DUE TO {reason}. "
+            f"{place(rng)} {rng.choice(['POLICE', 'FIRE DEPT', 'EOC'])} TEL {rng.randint(200, 999)}-{rng.randint(200, 999)}-"
+            f"{rng.randint(1000, 9999)} IS THE POINT OF CONTACT. {b}-{c}")
+    if rng.random() < 0.3:
+        text = text.replace(". ", ".\n")
+    gold = NoFlyZone(notam_id=nid, floor=floor, ceiling=ceiling, valid_from_raw=b, valid_to_raw=c, uas_only=uas,
+                     reason=reason, area=area)
+    return text, gold, meant
+
+
+def _listing(rng, spec, meant, start, end, reason, uas):
+    notation = rng.choice(["symbols", "decimal", "dms"])
+    places = rng.choice([4, 5]) if notation == "decimal" else 0
+    if spec.radius_m is not None:
+        r, meant.radius_m = N.radius(rng, max(spec.radius_m, 926.0), "NM", [" nautical miles", " NM"])
+        lat, lon, meant.center = _position(rng, *spec.center, notation, places)
+        meant.kind = "circle"
+        where = f"Within {r} of {lat}{', ' if notation == 'decimal' else ' '}{lon}"
+        area = N.circle_area(lat, lon, r)
+    else:
+        pts = [_position(rng, a, b, notation, places) for a, b in spec.vertices]
+        meant.kind, meant.vertices = "polygon", [p[2] for p in pts]
+        where = "Bounded by " + "; ".join(f"{a}{', ' if notation == 'decimal' else ' '}{b}" for a, b, _ in pts)
+        area = N.polygon_area([(a, b) for a, b, _ in pts])
+    vertical, floor, ceiling = _vertical(rng, spec, meant, False)
+    a, b = (N.english_time(N.local(t, 0), 4) for t in (start, end))   # '1200 UTC December 5, 2026'
+    lines = [f"TFR {start.year % 10}/{rng.randint(1000, 9999)}", f"Type: {rng.choice(KINDS)}",
+             f"Location: {place(rng, title=True)}, {rng.choice(STATES)}", f"Beginning Date and Time: {a}",
+             f"Ending Date and Time: {b}", f"Reason: {reason}", f"Area: {where}, {vertical}"]
+    if uas:
+        lines.append("Unmanned aircraft (drone) operations are prohibited.")
+    eol = rng.choice(["\n", "\r\n"])
+    gold = NoFlyZone(floor=floor, ceiling=ceiling, valid_from_raw=a, valid_to_raw=b, uas_only=uas, reason=reason,
+                     area=area)
+    return eol.join(lines), gold, meant
