@@ -151,7 +151,7 @@ class Slot:
             if not isinstance(value, dict):
                 raise ValueError(f"field `{self.path}` needs an object, got {value!r}")
             return "".join(p if isinstance(p, str) else p[1].render(value.get(p[0])) for p in self.variant(value))
-        if isinstance(value, float):
+        if isinstance(value, float) and self.kind != "choice":   # a choice is written as its enum's JSON: 8.0
             text = f"{value:.{FLOAT_FRACTION_DIGITS}f}".rstrip("0").rstrip(".")   # no exponent
             text = "0" if text == "-0" else text
         else:

@@ -106,6 +106,15 @@ def test_choice_slots(toy_tokenizer):
     assert b.choice_ids[0] == tuple(toy_tokenizer.encode('"red"'))
 
 
+def test_a_float_choice_is_written_as_its_enum_text(toy_tokenizer):
+    class M(BaseModel):
+        hours: Literal[0.0, 8.0, 5.75, -3.5] = 0.0   # a UTC offset, as NoFlyZone decides it
+    c = build_canvas(M, toy_tokenizer)
+    assert c.slots[0].choices == ("0.0", "8.0", "5.75", "-3.5")
+    for hours in (0.0, 8.0, 5.75, -3.5):
+        assert c.validate(c.fill(M(hours=hours))).hours == hours
+
+
 def test_fill_and_parse_round_trip(toy_tokenizer):
     c = build_canvas(Flat, toy_tokenizer)
     flat = Flat(name='say "hi"', count=42, lat=-51.25, ok=False, color=Color.GREEN, day="2024-02-29", note=None)

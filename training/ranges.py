@@ -32,7 +32,15 @@ ACTIVITIES = ("AEROSPACE FLIGHT ACTIVITY", "AEROSPACE FLT ACT", "ROCKET LAUNCH",
 
 
 def _polygon(rng: random.Random, n: int) -> list[tuple[float, float]]:
-    """n vertices around a centre, in order round it (a simple polygon), or a long strip."""
+    """n vertices around a centre, in order round it (a simple polygon), or a long strip;
+    kept off the poles and the antimeridian."""
+    while True:
+        points = _around(rng, n)
+        if all(abs(a) < 85 and abs(b) < 179.9 for a, b in points):
+            return points
+
+
+def _around(rng: random.Random, n: int) -> list[tuple[float, float]]:
     lat = rng.uniform(-45, 50) if rng.random() < 0.85 else rng.uniform(-70, 70)
     lon = rng.uniform(75, 178) if rng.random() < 0.7 else rng.uniform(-178, 178)
     size = math.exp(rng.uniform(math.log(20_000), math.log(400_000))) * (2.5 if n > 12 else 1)

@@ -224,9 +224,9 @@ class NoFlyZone(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     notam_id: Optional[str] = _piece(NOTAM_ID, 12, "NOTAM number if the notice is a NOTAM, else null", None)
-    floor: Optional[str] = _piece(LIMIT_PIECE, 16, "lower limit as written, e.g. SFC, 1500FT AMSL, FL050; "
+    floor: Optional[str] = _piece(LIMIT_PIECE, 20, "lower limit as written, e.g. SFC, 1500FT AMSL, FL050; "
                                                    "null if not stated (the surface)", None)
-    ceiling: Optional[str] = _piece(LIMIT_PIECE, 16, "upper limit as written, e.g. 400FT AGL, FL100, 真高120米; "
+    ceiling: Optional[str] = _piece(LIMIT_PIECE, 20, "upper limit as written, e.g. 400FT AGL, FL100, 真高120米; "
                                                      "null when unlimited (UNL) or not stated", None)
     valid_from_raw: Optional[str] = _piece(TIME_PIECE, 24, "start as written, e.g. 2606010700, 1200 UTC December 5, 2026, "
                                                        "2026年12月3日08时; null if not stated", None)
@@ -235,8 +235,8 @@ class NoFlyZone(BaseModel):
     utc_offset_hours: UtcOffset = Field(  # type: ignore[valid-type]
         0.0, description="offset of the notice's clock from UTC: 0 for UTC/Z and ICAO items B/C, 8 for 北京时间")
     schedule: Optional[str] = Field(
-        None, max_length=120, description="active hours as written, e.g. DLY 0800-1700; null if continuous",
-        json_schema_extra={"max_tokens": 32, **VERBATIM},
+        None, max_length=200, description="active hours as written (item D), e.g. DLY 0800-1700; null if continuous",
+        json_schema_extra={"max_tokens": 64, **VERBATIM},
     )
     uas_only: bool = Field(description="true when the restriction applies only to unmanned aircraft / drones")
     reason: Optional[str] = Field(

@@ -129,6 +129,22 @@ def test_item_block_steps_noise_one_task_after_the_tasks_before_it(tokenizer_pat
     assert len(starts) > 3
 
 
+def test_zone_steps_train_the_vertex_blocks_as_often_as_decoding_reaches_them(tokenizer_path, tmp_path):
+    """NoFlyZone's vertices are item blocks (32 of them): a step's block is one its first example
+    reaches, so the first block (every field but the later vertices) is most steps' and no
+    step is left without rows."""
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    data = D.Data(model.tokenizer, {"zone": 1.0}, 8000, seed=0, block_size=model.config.block_size)
+    canvas = data.canvases["zone"]
+    assert len(data.spans["zone"]) == 32 and data.spans["zone"] == canvas.spans()
+    firsts = 0
+    for step in range(12):
+        _, _, (start, end), rows = data.batch(step)
+        assert rows and all(D.reached(canvas, target, start) for _, target in rows)
+        firsts += start == 0
+    assert 6 <= firsts < 12
+
+
 def test_a_warm_step_predicts_every_slot_token_causally_from_the_clean_canvas(tokenizer_path, tmp_path):
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
     data = D.Data(model.tokenizer, {"notam": 1.0}, 1500, seed=0)
@@ -226,8 +242,10 @@ def test_flag_rows_are_scored_on_uas_only_alone_which_is_always_masked(tokenizer
     seen, hidden = {}, model.hidden
     monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
     data = D.Data(model.tokenizer, {"flags": 1.0}, 6000, seed=0, loss_on="decisions")
+    _, _, (start, end), _ = data.batch(0)   # the flag's block: the first, which every row decodes
+    assert start == 0 == canvas.spans().index((start, end)) and flag.end <= end
     _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
-    block = seen["ids"][:, -len(canvas):]
+    block = seen["ids"][:, -end:]
     masked = block == model.config.mask_token_id
     assert masked[:, flag.start:flag.end].all()                            # the flag: always asked
     assert masked.sum(1).gt(flag.budget).any()                             # other slots masked too ...
