@@ -50,22 +50,31 @@ def _words(*words: str) -> str:
 
 
 # -- what a copied piece may look like (the readers decide what it means) ----------------------------
+# Degrees, minutes and seconds digit by digit, so a piece the automaton lets through reads
+# (a compact latitude has 2, 4 or 6 digits, a longitude 3, 5 or 7; minutes and seconds < 60).
 _DEC = r"(\.\d{1,8})?"
-_COMPACT = rf"\d{{1,7}}{_DEC}"                          # 510718, 2609, 31.2304
-_WRAPPED = r"\d{1,6} \d{1,6}(\.\d{1,3})?|\d{1,7}(\. \d{1,3}|\.\d{1,2} \d{1,2})"   # N35 0047: cut by a line end
-_SPACED = r"\d{1,3} \d{2}( \d{2}(\.\d{1,3})?)?"         # 05 59 00
-_SYMBOLS = rf"\d{{1,3}}{_DEC} ?[°º˚] ?(\d{{1,2}}{_DEC} ?['′’] ?(\d{{1,2}}{_DEC} ?(\"|″|”|'')?)?)?"  # 40°26'46"
-_CHINESE = rf"\d{{1,3}}{_DEC}度(\d{{1,2}}{_DEC}分(\d{{1,2}}{_DEC}秒)?)?"   # 114度03分28秒, 22.5431度
-_BODY = f"({_SYMBOLS}|{_SPACED}|{_WRAPPED}|{_COMPACT})"
+_MS = r"[0-5]\d"
+_DEG = {"lat": r"([0-8]\d|90)", "lon": r"(0\d\d|1[0-7]\d|180)"}
+_DEG_FREE = {"lat": r"([0-8]?\d|90)", "lon": r"(1[0-7]\d|180|0?\d?\d)"}   # degrees not padded to a width
 
 
-def _coordinate(letters: str, words: str, degrees: str) -> str:
-    return (rf"^([{letters}] ?{_BODY}|{_BODY} ?[{letters}]|({words}) ?({_CHINESE}|{_COMPACT})"
-            rf"|[+-]?{degrees}{_DEC}°?)$")
+def _body(axis: str) -> str:
+    d, free = _DEG[axis], _DEG_FREE[axis]
+    compact = rf"({d}{_MS}{_MS}|{d}{_MS}|{free}){_DEC}"                      # 510718, 2609, 31.2304
+    wrapped = r"\d{1,6} \d{1,6}(\.\d{1,3})?|\d{1,7}(\. \d{1,3}|\.\d{1,2} \d{1,2})"     # N35 0047: cut by a line end
+    spaced = rf"{free} {_MS}( {_MS}(\.\d{{1,3}})?)?"                          # 05 59 00
+    symbols = rf"{free}{_DEC} ?[°º˚] ?({_MS}{_DEC} ?['′’] ?({_MS}{_DEC} ?(\"|″|”|'')?)?)?"   # 40°26'46"
+    return f"({symbols}|{spaced}|{wrapped}|{compact})"
 
 
-LAT_PIECE = _coordinate("NSns", "北纬|南纬|北緯|南緯", r"\d{1,2}")
-LON_PIECE = _coordinate("EWew", "东经|西经|東經|西經", r"\d{1,3}")
+def _coordinate(axis: str, letters: str, words: str) -> str:
+    body, free = _body(axis), _DEG_FREE[axis]
+    chinese = rf"{free}{_DEC}度({_MS}{_DEC}分({_MS}{_DEC}秒)?)?"                # 114度03分28秒, 22.5431度
+    return rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{free}{_DEC})|[+-]?{free}{_DEC}°?)$"
+
+
+LAT_PIECE = _coordinate("lat", "NSns", "北纬|南纬|北緯|南緯")
+LON_PIECE = _coordinate("lon", "EWew", "东经|西经|東經|西經")
 _AMOUNT = r"(\d{1,3}(,\d{3})+|\d{1,6})(\.\d{1,3})?"
 RADIUS_PIECE = (rf"^(半径(为)? ?)?{_AMOUNT} ?({_words('NM', 'NMI', 'nautical mile', 'nautical miles', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers', 'M', 'metre', 'metres', 'meter', 'meters', 'FT', 'feet', 'foot')}"
                 rf"|海里|公里|千米|米)$")
@@ -74,10 +83,23 @@ _LEAD = _words("MAX HGT", "HGT", "up to", "below", "height", "max")
 LIMIT_PIECE = (rf"^({_words('SFC', 'GND', 'surface', 'ground level', 'ground')}|地面|{_ci('FL')} ?\d{{2,3}}"
                rf"|({_LEAD} )?{_AMOUNT} ?{_words('FT', 'feet', 'foot', 'M', 'metres', 'meters')}( {_REF})?"
                rf"|(真高|相对高度|海拔高度|海拔|限高|最高)?{_AMOUNT} ?(米|{_ci('m')})(以下|及以下)?)$")
-# A time as written: YYMMDDhhmm, dates with month names, ISO, Chinese; zone marks are left to
-# utc_offset_hours (a piece may still hold one, e.g. '1200 UTC December 5, 2026', and it wins).
-_TIME_CHAR = "0-9A-Za-z年月日号时点分上下午晚凌晨早傍中:,./+\\-"
-TIME_PIECE = rf"^[{_TIME_CHAR}]([{_TIME_CHAR} ]{{0,38}}[{_TIME_CHAR}])?$"
+# A time as written, in the notations times.read_time reads: YYMMDDhhmm (item B/C, perhaps
+# EST), a clock time, English dates with month names (day first or month first, FAA's
+# '1200 UTC December 5, 2026'), ISO dates, Chinese dates. A UTC/GMT/Z mark may stand in the
+# piece (it then wins over utc_offset_hours); other clocks are utc_offset_hours' business.
+_MONTH = _words(*"January February March April May June July August September October November December".split(),
+                *"Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split())
+_CLOCK = r"([01]?\d|2[0-4])(:?[0-5]\d)( ?[AaPp][Mm])?"
+_UTC = rf"( ?({_words('UTC', 'GMT')}|Z))?"
+_DAY = r"([012]?\d|3[01])(st|nd|rd|th)?"
+_AT = rf"(,? ({_words('at')} )?{_CLOCK}{_UTC})?"
+_ENGLISH = (rf"{_DAY} {_MONTH}\.?,? \d{{4}}{_AT}|{_MONTH}\.? {_DAY},? \d{{4}}{_AT}|{_MONTH} {_DAY} {_CLOCK}{_UTC} \d{{4}}"
+            rf"|{_CLOCK}{_UTC},? ({_words('on')} )?({_MONTH} {_DAY},? \d{{4}}|{_DAY} {_MONTH},? \d{{4}})")
+_ISO = rf"\d{{4}}[-/.][01]?\d[-/.][0-3]?\d([ T]{_CLOCK}(:[0-5]\d)?{_UTC})?"
+_CHINESE_TIME = (r"((\d{4}年)?[01]?\d月)?([0-3]?\d[日号])?(上午|下午|晚上|傍晚|凌晨|早上|中午)?"
+                 r"([012]?\d([时点](([0-5]?\d)分?|半)?|:[0-5]\d))")
+TIME_PIECE = (rf"^(\d{{10}}( ?EST)?|\d{{12}}|{_CLOCK}{_UTC}|{_ENGLISH}|{_ISO}|{_CHINESE_TIME}"
+              r"|(\d{4}年)?[01]?\d月[0-3]?\d[日号])$")
 NOTAM_ID = r"^[A-Za-z]?\d{1,4}/\d{2,4}$"
 
 
