@@ -56,26 +56,31 @@ _DEC = r"(\.\d{1,8})?"
 _MS = r"[0-5]\d"
 _DEG = {"lat": r"([0-8]\d|90)", "lon": r"(0\d\d|1[0-7]\d|180)"}
 _DEG_FREE = {"lat": r"([0-8]?\d|90)", "lon": r"(1[0-7]\d|180|0?\d?\d)"}   # degrees not padded to a width
+_WIDTHS = {"lat": (4, 6), "lon": (5, 7)}                                # compact DDMM[SS] / DDDMM[SS]
 
 
 def _body(axis: str) -> str:
     d, free = _DEG[axis], _DEG_FREE[axis]
     compact = rf"({d}{_MS}{_MS}|{d}{_MS}|{free}){_DEC}"                      # 510718, 2609, 31.2304
-    wrapped = r"\d{1,6} \d{1,6}(\.\d{1,3})?|\d{1,7}(\. \d{1,3}|\.\d{1,2} \d{1,2})"     # N35 0047: cut by a line end
+    # N35 0047: a line end cut the digits (or the decimals) somewhere; they still count as one run
+    cuts = [rf"\d{{{k}}} \d{{{n - k}}}" for n in _WIDTHS[axis] for k in range(1, n)]
+    whole = "|".join(rf"\d{{{n}}}" for n in _WIDTHS[axis])
+    wrapped = rf"({'|'.join(cuts)})(\.\d{{1,3}})?|({whole})\.( \d{{1,3}}|\d{{1,2}} \d{{1,2}})"
     spaced = rf"{free} {_MS}( {_MS}(\.\d{{1,3}})?)?"                          # 05 59 00
-    symbols = rf"{free}{_DEC} ?[°º˚] ?({_MS}{_DEC} ?['′’] ?({_MS}{_DEC} ?(\"|″|”|'')?)?)?"   # 40°26'46"
+    symbols = (rf"{free}{_DEC} ?[°º˚]|{free} ?[°º˚] ?{_MS}{_DEC} ?['′’]"       # 40°26.767', 40°26'46"
+               rf"|{free} ?[°º˚] ?{_MS} ?['′’] ?{_MS}{_DEC} ?(\"|″|”|'')?")
     return f"({symbols}|{spaced}|{wrapped}|{compact})"
 
 
 def _coordinate(axis: str, letters: str, words: str) -> str:
     body, free = _body(axis), _DEG_FREE[axis]
-    chinese = rf"{free}{_DEC}度({_MS}{_DEC}分({_MS}{_DEC}秒)?)?"                # 114度03分28秒, 22.5431度
+    chinese = rf"{free}{_DEC}度|{free}度{_MS}{_DEC}分|{free}度{_MS}分{_MS}{_DEC}秒"   # 22.5431度, 114度03分28秒
     return rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{free}{_DEC})|[+-]?{free}{_DEC}°?)$"
 
 
 LAT_PIECE = _coordinate("lat", "NSns", "北纬|南纬|北緯|南緯")
 LON_PIECE = _coordinate("lon", "EWew", "东经|西经|東經|西經")
-_AMOUNT = r"(\d{1,3}(,\d{3})+|\d{1,6})(\.\d{1,3})?"
+_AMOUNT = r"(([1-9]\d{0,2}(,\d{3})+|[1-9]\d{0,5})(\.\d{1,3})?|0\.\d{0,2}[1-9])"   # above zero: 1,200, 0.5
 RADIUS_PIECE = (rf"^(半径(为)? ?)?{_AMOUNT} ?({_words('NM', 'NMI', 'nautical mile', 'nautical miles', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers', 'M', 'metre', 'metres', 'meter', 'meters', 'FT', 'feet', 'foot')}"
                 rf"|海里|公里|千米|米)$")
 _REF = _words("AGL", "AMSL", "MSL", "above ground level", "above ground", "above mean sea level", "above sea level")
@@ -89,16 +94,18 @@ LIMIT_PIECE = (rf"^({_words('SFC', 'GND', 'surface', 'ground level', 'ground')}|
 # piece (it then wins over utc_offset_hours); other clocks are utc_offset_hours' business.
 _MONTH = _words(*"January February March April May June July August September October November December".split(),
                 *"Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec".split())
-_CLOCK = r"([01]?\d|2[0-4])(:?[0-5]\d)( ?[AaPp][Mm])?"
-_UTC = rf"( ?({_words('UTC', 'GMT')}|Z))?"
+# 9:30, 09:30, 0930, 0930Z, 09:30 UTC, 9:30 pm (a Z only right after the digits)
+_CLOCK = (rf"((([01]?\d|2[0-4]):[0-5]\d|([01]\d|2[0-4])[0-5]\d)(Z| {_words('UTC', 'GMT')})?"
+          r"|(0?[1-9]|1[0-2]):[0-5]\d ?[AaPp][Mm])")
+_YYMMDDHHMM = r"\d\d(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])([01]\d|2[0-4])[0-5]\d"   # item B/C, digit by digit
 _DAY = r"([012]?\d|3[01])(st|nd|rd|th)?"
-_AT = rf"(,? ({_words('at')} )?{_CLOCK}{_UTC})?"
-_ENGLISH = (rf"{_DAY} {_MONTH}\.?,? \d{{4}}{_AT}|{_MONTH}\.? {_DAY},? \d{{4}}{_AT}|{_MONTH} {_DAY} {_CLOCK}{_UTC} \d{{4}}"
-            rf"|{_CLOCK}{_UTC},? ({_words('on')} )?({_MONTH} {_DAY},? \d{{4}}|{_DAY} {_MONTH},? \d{{4}})")
-_ISO = rf"\d{{4}}[-/.][01]?\d[-/.][0-3]?\d([ T]{_CLOCK}(:[0-5]\d)?{_UTC})?"
+_AT = rf"(,? ({_words('at')} )?{_CLOCK})?"
+_ENGLISH = (rf"{_DAY} {_MONTH}\.?,? \d{{4}}{_AT}|{_MONTH}\.? {_DAY},? \d{{4}}{_AT}|{_MONTH} {_DAY} {_CLOCK} \d{{4}}"
+            rf"|{_CLOCK},? ({_words('on')} )?({_MONTH} {_DAY},? \d{{4}}|{_DAY} {_MONTH},? \d{{4}})")
+_ISO = rf"\d{{4}}[-/.][01]?\d[-/.][0-3]?\d([ T]{_CLOCK})?"
 _CHINESE_TIME = (r"((\d{4}年)?[01]?\d月)?([0-3]?\d[日号])?(上午|下午|晚上|傍晚|凌晨|早上|中午)?"
                  r"([012]?\d([时点](([0-5]?\d)分?|半)?|:[0-5]\d))")
-TIME_PIECE = (rf"^(\d{{10}}( ?EST)?|\d{{12}}|{_CLOCK}{_UTC}|{_ENGLISH}|{_ISO}|{_CHINESE_TIME}"
+TIME_PIECE = (rf"^({_YYMMDDHHMM}( ?EST)?|\d\d{_YYMMDDHHMM}|{_CLOCK}|{_ENGLISH}|{_ISO}|{_CHINESE_TIME}"
               r"|(\d{4}年)?[01]?\d月[0-3]?\d[日号])$")
 NOTAM_ID = r"^[A-Za-z]?\d{1,4}/\d{2,4}$"
 

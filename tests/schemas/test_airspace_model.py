@@ -2,12 +2,17 @@
 contains() in space and time; and the record that defines no zone."""
 
 import math
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from clover_struct.schemas.airspace import CIRCLE_SEGMENTS, MAX_VERTICES, NoFlyZone, daily_windows
+from clover_struct.schemas.airspace import (CIRCLE_SEGMENTS, LAT_PIECE, LIMIT_PIECE, LON_PIECE, MAX_VERTICES,
+                                            RADIUS_PIECE, TIME_PIECE, NoFlyZone, daily_windows)
+from clover_struct.schemas.readers import read_coordinate, read_limit, read_radius, read_time
 from clover_struct.schemas.units import EARTH_RADIUS_M
 
 UTC = timezone.utc
@@ -191,3 +196,26 @@ def test_daily_schedule_is_enforced_other_schedules_ignored():
 def test_invalid_zones_are_rejected(change, message):
     with pytest.raises(ValidationError, match=message):
         circle(**change)
+
+
+# -- the patterns admit only notations the readers read ---------------------------------------------
+VALUE_PROBLEMS = re.compile(r"beyond|below 60|not a real date|states no|states a month|above zero|12-hour|"
+                            r"not a time of day|is unlimited")
+
+
+@pytest.mark.parametrize("pattern, read", [
+    (LAT_PIECE, lambda x: read_coordinate(x, "lat")), (LON_PIECE, lambda x: read_coordinate(x, "lon")),
+    (RADIUS_PIECE, read_radius), (LIMIT_PIECE, lambda x: read_limit(x, "AGL")), (TIME_PIECE, read_time),
+], ids=["lat", "lon", "radius", "limit", "time"])
+def test_a_piece_the_pattern_admits_is_in_a_notation_its_reader_reads(pattern, read):
+    """A verbatim slot writes what its pattern admits (ASCII digits: the layout's \\d is [0-9]);
+    the reader may find the value out of range (91 degrees, 30 February, no year), never the
+    notation unknown."""
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(pattern.replace(r"\d", "[0-9]"), fullmatch=True))
+    def check(piece):
+        try:
+            read(piece)
+        except ValueError as e:
+            assert VALUE_PROBLEMS.search(str(e)), (piece, str(e))
+    check()
