@@ -10,6 +10,7 @@ exactly: only weights, AdamW state and the step are saved (safetensors + JSON, n
     python -m training.train --out runs/mini --minutes 170   # writes the clover-mini dir
     python -m training.train --out runs/mini --resume         # continues a stopped run
     python -m training.train --out runs/mini2 --init runs/mini --seed 1 --warm-steps 0 --minutes 90   # a 2nd stage
+    python -m training.train --out runs/zones --init clover_struct/models/clover-mini --steps 30 ...   # from the shipped weights
     python -m training.train --out runs/twin --objective causal --minutes 150   # the AR twin
 
 DIR ends up holding config.json, model.safetensors, tokenizer.json (the model: copy these
@@ -80,8 +81,10 @@ def save_checkpoint(model, opt, out: Path, state: dict, model_type: str = "clove
 
 
 def load_weights(out: Path, device=torch.device("cpu")):
-    """The model saved in run directory `out`, and the run's state."""
-    state = json.loads((out / "train_state.json").read_text())
+    """The model saved in run directory `out`, and the run's state (for a shipped model's
+    directory, which keeps no run state, the training record beside it: training.json)."""
+    record = out / "train_state.json"
+    state = json.loads((record if record.is_file() else out / "training.json").read_text())
     tok = Tokenizer.from_file(out / "tokenizer.json")
     model = CloverModel(ModelConfig.from_file(out / "config.json"), tok)
     model.load_state_dict(load_file(str(out / "model.safetensors")))
@@ -142,8 +145,10 @@ def train(args) -> Path:
         step, elapsed, before = state["step"], state["elapsed"], state.get("before")
     elif args.init:   # a new stage: the earlier run's weights, a fresh optimizer and schedule
         model, before = load_weights(Path(args.init), torch.device(args.device))
-        log = (Path(args.init) / "train_log.jsonl").read_text().splitlines()
-        before["last_log"] = json.loads(log[-1]) if log else None
+        log_path = Path(args.init) / "train_log.jsonl"
+        if log_path.is_file():   # a shipped model's record already holds its last log line
+            log = log_path.read_text().splitlines()
+            before["last_log"] = json.loads(log[-1]) if log else None
         opt, step, elapsed = make_optimizer(model, args), 0, 0.0
     else:
         model, opt = build(args, out, torch.device(args.device))
@@ -251,8 +256,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="run directory (model, optimizer state, log)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
     p.add_argument("--init", default=None,
-                   help="start from the weights (and tokenizer) of the run in this directory, with a new optimizer "
-                        "and lr schedule: a second training stage (give a new --seed for new examples)")
+                   help="start from the weights (and tokenizer) of the run in this directory (or of a shipped model's "
+                        "directory), with a new optimizer and lr schedule: a second training stage (give a new --seed "
+                        "for new examples)")
     p.add_argument("--minutes", type=float, default=None, help="stop after this much training time (all runs)")
     p.add_argument("--steps", type=int, default=None,
                    help="stop at this step; also the lr schedule's horizon (else --minutes is)")

@@ -75,7 +75,8 @@ def _body(axis: str) -> str:
 def _coordinate(axis: str, letters: str, words: str) -> str:
     body, free = _body(axis), _DEG_FREE[axis]
     chinese = rf"{free}{_DEC}度|{free}度{_MS}{_DEC}分|{free}度{_MS}分{_MS}{_DEC}秒"   # 22.5431度, 114度03分28秒
-    return rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{free}{_DEC})|[+-]?{free}{_DEC}°?)$"
+    # without a hemisphere, decimal degrees with a sign and a fraction (31.2304, -122.42), never a bare integer
+    return rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{free}{_DEC})|[+-]?{free}\.\d{{1,8}}°?)$"
 
 
 LAT_PIECE = _coordinate("lat", "NSns", "北纬|南纬|北緯|南緯")

@@ -311,6 +311,22 @@ def test_a_second_stage_starts_from_the_first_runs_weights_and_remembers_it(toke
     assert any(not torch.equal(a[k], b[k]) for k in a)
 
 
+def test_a_stage_starts_from_a_shipped_model_directory(tokenizer_path, tmp_path):
+    """A shipped model keeps no run state, only its training record (training.json)."""
+    import shutil
+
+    T.train(args(tmp_path / "run", tokenizer_path, "--steps", "1"))
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    for f in ("config.json", "model.safetensors", "tokenizer.json"):
+        shutil.copy(tmp_path / "run" / f, shipped / f)
+    record = json.loads((tmp_path / "run" / "train_state.json").read_text())
+    (shipped / "training.json").write_text(json.dumps({**record, "last_log": {"step": 1}}))
+    T.train(args(tmp_path / "next", tokenizer_path, "--init", str(shipped), "--steps", "1"))
+    state = json.loads((tmp_path / "next" / "train_state.json").read_text())
+    assert state["step"] == 1 and state["before"]["last_log"] == {"step": 1}
+
+
 def test_saved_directory_loads_and_lays_out_every_schema(tokenizer_path, tmp_path):
     T.train(args(tmp_path, tokenizer_path, "--steps", "1"))
     model = clover_struct.load_model(tmp_path)
