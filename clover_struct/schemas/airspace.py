@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
@@ -203,7 +203,7 @@ _DAILY_NOISE = re.compile(r"DLY|DAILY|EVERY DAY|每日|每天|[\s,;，、]|AND|�
 
 
 @lru_cache(maxsize=8192)
-def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: float
+def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: float, alone: bool = False
                   ) -> tuple[Optional[datetime], Optional[datetime]]:
     """The start and end pieces -> aware UTC datetimes (None where not stated or PERM/UFN).
 
@@ -211,9 +211,10 @@ def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: fl
     what the other states ('2026年12月3日08时' ... '18时' shares the start's day; '06:00' ...
     '11:30 on 14 June 2031' takes the end's); a time with no date that would put the end
     before the start is a day later (an end) or earlier (a start): an overnight window.
-    Raises ValueError naming the piece.
+    Raises ValueError naming the piece. alone=True: the start's own check, which lets a start
+    with no date pass (the end, not yet read, may give it).
     """
-    def alone(piece):
+    def by_itself(piece):
         try:
             return read_time(piece, utc_offset_hours), True
         except ValueError as e:
@@ -221,9 +222,9 @@ def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: fl
                 raise
             return None, False
 
-    first, first_dated = alone(start) if start is not None else (None, True)
-    last, last_dated = alone(end) if end is not None else (None, True)
-    if not first_dated:
+    first, first_dated = by_itself(start) if start is not None else (None, True)
+    last, last_dated = by_itself(end) if end is not None else (None, True)
+    if not first_dated and not alone:
         if last is None:
             raise ValueError(f"cannot read {start!r} as a time: it states no date and the end gives none")
         first = read_time(start, utc_offset_hours, default=last)
@@ -258,12 +259,12 @@ class NoFlyZone(BaseModel):
                                                    "null if not stated (the surface)", None)
     ceiling: Optional[str] = _piece(LIMIT_PIECE, 20, "upper limit as written, e.g. 400FT AGL, FL100, 真高120米; "
                                                      "null when unlimited (UNL) or not stated", None)
+    utc_offset_hours: UtcOffset = Field(  # type: ignore[valid-type]
+        0.0, description="offset of the notice's clock from UTC: 0 for UTC/Z and ICAO items B/C, 8 for 北京时间")
     valid_from_raw: Optional[str] = _piece(TIME_PIECE, 24, "start as written, e.g. 2606010700, 1200 UTC December 5, 2026, "
                                                        "2026年12月3日08时; null if not stated", None)
     valid_to_raw: Optional[str] = _piece(TIME_PIECE, 24, "end as written, e.g. 2606011800, 18时; null if permanent "
                                                      "(PERM, UFN) or not stated", None)
-    utc_offset_hours: UtcOffset = Field(  # type: ignore[valid-type]
-        0.0, description="offset of the notice's clock from UTC: 0 for UTC/Z and ICAO items B/C, 8 for 北京时间")
     schedule: Optional[str] = Field(
         None, max_length=200, description="active hours as written (item D), e.g. DLY 0800-1700; null if continuous",
         json_schema_extra={"max_tokens": 64, **VERBATIM},
@@ -278,22 +279,47 @@ class NoFlyZone(BaseModel):
     area: Optional[Area] = Field(None, description="the horizontal extent: a circle or a polygon; null when the "
                                                    "notice defines no zone")
 
-    @field_validator("floor", "ceiling")
+    # Each check names the field a repair should change (a check of the whole record could
+    # only be mended by a guess at which field was wrong): limits and times are read in
+    # field order, a field seeing the ones validated before it.
+    @field_validator("floor")
     @classmethod
-    def _limit(cls, v: Optional[str]) -> Optional[str]:
+    def _floor(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and read_limit(v, DEFAULT_REF)[0] is None:
             raise ValueError(f"{v!r} is unlimited: leave the field null instead")
         return v
 
-    @model_validator(mode="after")
-    def _consistent(self) -> "NoFlyZone":
-        start, end = read_validity(self.valid_from_raw, self.valid_to_raw, self.utc_offset_hours)
+    @field_validator("ceiling")
+    @classmethod
+    def _ceiling(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        if v is None:
+            return v
+        metres, ref = read_limit(v, DEFAULT_REF)
+        if metres is None:
+            raise ValueError(f"{v!r} is unlimited: leave the field null instead")
+        floor = info.data.get("floor")
+        low, low_ref = (0.0, "AGL") if floor is None else read_limit(floor, DEFAULT_REF)
         # Only comparable in one reference: 1200FT AGL over a valley may lie below 200M AMSL.
-        if self.ceiling is not None and self.ceiling_ref == self.floor_ref and self.ceiling_m < self.floor_m:
-            raise ValueError(f"ceiling {self.ceiling_m:.0f} m is below floor {self.floor_m:.0f} m")
+        if "floor" in info.data and ref == low_ref and metres < low:
+            raise ValueError(f"ceiling {metres:.0f} m is below floor {low:.0f} m")
+        return v
+
+    @field_validator("valid_from_raw")
+    @classmethod
+    def _start(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        if v is not None:
+            read_validity(v, None, info.data.get("utc_offset_hours", 0.0), alone=True)
+        return v
+
+    @field_validator("valid_to_raw")
+    @classmethod
+    def _end(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        if "valid_from_raw" not in info.data:   # the start failed its own check
+            return v
+        start, end = read_validity(info.data["valid_from_raw"], v, info.data.get("utc_offset_hours", 0.0))
         if start is not None and end is not None and end < start:
-            raise ValueError(f"valid_to_raw {self.valid_to_raw!r} is before valid_from_raw {self.valid_from_raw!r}")
-        return self
+            raise ValueError(f"valid_to_raw {v!r} is before valid_from_raw {info.data['valid_from_raw']!r}")
+        return v
 
     # -- read values -----------------------------------------------------------------------------
     @property
