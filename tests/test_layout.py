@@ -331,6 +331,7 @@ def model(**fields):
     (model(b=(bytes,)), "b", "use str"),
     (model(c=(Color, Field(json_schema_extra={"max_tokens": 3}))), "c", "raise max_tokens to 7"),
     (model(s=(str, Field(min_length=5, max_length=2))), "s", "exceeds max_length"),
+    (model(p=(str, Field(pattern=r"^\d{3}-\d{4}$", max_length=5))), "p", "no value meets this field's pattern"),
     (model(**{"é": (int,)}), "", "cannot write"),
     ({"type": "object", "properties": {"x": {"$ref": "other.json#/X"}}}, "x", "outside this schema"),
     ({"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}}, "x", "finds no '\\$defs'"),
