@@ -30,7 +30,7 @@ from .layout import Canvas, Check, Group, ListNode, MapNode, ObjectNode, Optiona
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, number_pattern,
                        plain_width, string_content)
 from .schema_refs import Document, merge
-from .value_regex import ANY_DEPTH, ValueRegex
+from .value_regex import ValueRegex
 
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
 KEY_TOKENS = 12     # budget of a map's key
@@ -148,7 +148,7 @@ class Builder:
 
     def whole(self, s, path, nullable, tokens, base) -> int:
         """One slot holding the value's whole JSON text (value_regex.py)."""
-        pattern = self.values._of(s, path, base, ANY_DEPTH)
+        pattern = self.values.slot(s, path, base)
         if nullable:
             pattern = f"null|(?:{pattern})"
         return self.slot(path, "value", tokens or VALUE_TOKENS, pattern=pattern, nullable=nullable,
