@@ -431,8 +431,10 @@ class Builder:
         """Forget everything laid out since `mark` (a part cut off past the recursion depth)."""
         pieces, slots, groups, self.group = mark
         del self.pieces[pieces:], self.slots[slots:], self.groups[groups:]
-        for g in self.groups:
-            g["slots"] = [i for i in g["slots"] if i < slots]
+        g = self.group
+        while g is not None:   # only the groups open at the mark can hold slots laid out since
+            self.groups[g]["slots"] = [i for i in self.groups[g]["slots"] if i < slots]
+            g = self.groups[g]["parent"]
 
     def close(self, g, node):
         self.pieces.append(("close", g))
@@ -449,6 +451,9 @@ class Builder:
     def build(self, model, mask_id: int, pad_id: int) -> Canvas:
         tree = self.value(self.doc.root, "", base=self.doc.base)
         ids, buf, stack, fixed, start, blocks = [], [], [], {}, {}, [0]
+        children: dict[int, list[int]] = {}
+        for g in self.groups:
+            children.setdefault(g["parent"], []).append(g["index"])
         for kind, x in self.pieces + [("end", None)]:
             if kind == "text":
                 buf.append(x)
@@ -468,8 +473,8 @@ class Builder:
                 fixed[x], start[x] = [], len(ids)
             elif kind == "close":
                 stack.pop()
-                self.groups[x].update(start=start[x], end=len(ids), fixed=tuple(fixed[x]), slots=tuple(
-                    self.groups[x]["slots"]), children=tuple(c["index"] for c in self.groups if c["parent"] == x))
+                self.groups[x].update(start=start[x], end=len(ids), fixed=tuple(fixed[x]),
+                                      slots=tuple(self.groups[x]["slots"]), children=tuple(children.get(x, ())))
         blocks = tuple(sorted({b for b in blocks if b < len(ids)}))
         return Canvas(tuple(ids), tuple(Slot(**s) for s in self.slots), tuple(Group(**g) for g in self.groups),
                       mask_id, pad_id, self.tok, self.doc.root, model, tree, blocks)
