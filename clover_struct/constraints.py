@@ -307,10 +307,11 @@ def compile_slot(slot, tokenizer, *, vocab_size: int | None = None, pad_id: int 
     return auto
 
 
-def shortest(slot, tokenizer, vocab_size: int | None, pad_id: int, mask_id: int) -> int:
-    """Tokens of the shortest value a regex slot's pattern accepts (huge if none)."""
+def shortest(slot, tokenizer, vocab_size: int | None, pad_id: int, mask_id: int) -> int | None:
+    """Tokens of the shortest value a regex slot's pattern accepts; None if it accepts none."""
     tables = _tables(slot, tokenizer, max(vocab_size or 0, tokenizer.vocab_size), pad_id, mask_id)
-    return SlotAutomaton(slot, tables).min_tokens(tables.initial)
+    need = SlotAutomaton(slot, tables).min_tokens(tables.initial)
+    return None if need >= _FAR else need
 
 
 def compile_canvas(canvas, tokenizer=None, *, vocab_size: int | None = None

@@ -7,11 +7,14 @@ or the candidate texts its value must match. `Canvas.parse` reads a filled canva
 back into JSON data; `Canvas.fill` writes data into one (training data, tests).
 
 Groups and absence. A list of at most N items lays out N "item" groups, an
-`Optional[Model]` one "optional" group, each variant of a discriminated union a
-"variant" group. A slot is *empty* when all its positions hold pad.
-- An item or optional group is present iff some slot inside it (nested groups
+`Optional[Model]` one "optional" group, a JSON Schema object's optional key one "key"
+group (its separator, key and value: absent, the key is left out of the object), each
+variant of a discriminated union a "variant" group. A slot is *empty* when all its
+positions hold pad.
+- An item, optional or key group is present iff some slot inside it (nested groups
   included) is non-empty; in an absent group every slot is empty. So a present
-  item cannot consist of empty strings only: it would read as absent.
+  item cannot consist of empty strings only: it would read as absent (an optional
+  key holding "" or [] reads as left out).
 - Present items come first (item k present => item k-1 present); items below
   `min_items` are `required`. Parsing drops absent items wherever they are.
 - A variant is present iff its union's selector (discriminator) slot, which lies
@@ -167,10 +170,10 @@ class Slot:
 
 @dataclass(frozen=True)
 class Group:
-    """Slots present or absent together: a list item, an optional object, a union variant."""
+    """Slots present or absent together: a list item, an optional object, an optional key, a union variant."""
     index: int
     path: str                    # "tasks[2]", "contact", "shape<circle>"
-    kind: str                    # "item", "optional" or "variant"
+    kind: str                    # "item", "optional", "key" or "variant"
     parent: int | None
     start: int                   # canvas span [start, end) of its text
     end: int
@@ -187,7 +190,8 @@ class Group:
 ObjectNode = namedtuple("ObjectNode", "fields extra", defaults=(None,))   # ((key, node), ...), MapNode or None
 MapNode = namedtuple("MapNode", "entries")                       # ((group, key slot, value node), ...)
 ListNode = namedtuple("ListNode", "items nullable")              # ((group, node), ...)
-OptionalNode = namedtuple("OptionalNode", "group node")
+OptionalNode = namedtuple("OptionalNode", "group node")          # absent: null
+KeyNode = namedtuple("KeyNode", "group node")                    # an optional key in ObjectNode.fields: absent, no key
 UnionNode = namedtuple("UnionNode", "key selector variants")     # variants: ((group, ObjectNode), ...)
 _EMPTY = object()   # fill: an all-pad slot
 
@@ -262,7 +266,8 @@ class Canvas:
             if isinstance(node, int):
                 return self.slots[node].value(self.slot_text(ids, node))
             if isinstance(node, ObjectNode):
-                out = {k: walk(n) for k, n in node.fields}
+                out = {k: walk(n.node if isinstance(n, KeyNode) else n) for k, n in node.fields
+                       if not isinstance(n, KeyNode) or self.is_present(ids, n.group)}
                 for g, key, n in node.extra.entries if node.extra else ():
                     if self.groups[g].required or self.is_present(ids, g):
                         name = self.slots[key].value(self.slot_text(ids, key))
@@ -320,7 +325,10 @@ class Canvas:
                 if not isinstance(value, dict):
                     raise ValueError(f"field `{path}` needs an object, got {value!r}")
                 for k, n in node.fields:
-                    walk(n, value.get(k), f"{path}.{k}".lstrip("."))
+                    if isinstance(n, KeyNode):   # a key left out of `value` is an absent group
+                        walk(n.node, value[k], f"{path}.{k}".lstrip(".")) if k in value else walk(n.group, _EMPTY, path)
+                    else:
+                        walk(n, value.get(k), f"{path}.{k}".lstrip("."))
                 if node.extra is None:   # keys beside the properties (a union's tag) are not this node's
                     return
                 extra = [k for k in value if k not in dict(node.fields)]

@@ -5,9 +5,9 @@ date, a pydantic validator) is replaced by the slot's next-best complete value t
 ranked (`alternatives`, over the top tokens the decoder remembered per position), then by
 the nearest valid value; a check across fields (a model validator, a JSON Schema's rule on
 an object or a list) by the single change the model finds least unlikely (for a JSON Schema,
-leaving out an optional part is one); a list's repeated optional items are dropped for
-uniqueItems. Knows nothing of models or torch: a Decoded in, a
-value out.
+leaving out an optional part is one: a key, a list item, a map entry), as is a JSON Schema's
+value no fallback mends; a list's repeated optional items are dropped for uniqueItems.
+Knows nothing of models or torch: a Decoded in, a value out.
 """
 
 from __future__ import annotations
@@ -95,24 +95,33 @@ def finish(d: Decoded) -> Any:
                 continue
             if i is None:   # a check across fields (a model validator, a JSON Schema's object or list)
                 return _repair_record(d, e)
-            if i in tried or canvas.slots[i].kind == "choice":
-                raise
-            tried.add(i)
-            s = canvas.slots[i]
-            for alt in _fallbacks(d, i):
-                trial = d.ids[:s.start] + alt + d.ids[s.end:]
-                try:
-                    if s.violation(s.value(canvas.slot_text(trial, i))):
-                        continue
-                    canvas.validate(trial)   # also the schema's own checks of this field
-                except ExtractionError as other:
-                    if _slot_of(canvas, other.path) == i:
-                        continue   # still this field; another field's failure is the next round's
-                d.ids = trial
-                break
-            else:
-                raise ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
+            error = e
+            if i not in tried and canvas.slots[i].kind != "choice":
+                tried.add(i)
+                if (trial := _mended(d, i)) is not None:
+                    d.ids = trial
+                    continue
+                error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
+            if canvas.model is None:   # a JSON Schema: any single change, leaving out an optional key included
+                return _repair_record(d, error)
+            raise error
     raise ExtractionError("", "could not produce a valid record")
+
+
+def _mended(d: Decoded, i) -> list[int] | None:
+    """The ids with slot i's first fallback value that passes its checks, or None."""
+    canvas, s = d.canvas, d.canvas.slots[i]
+    for alt in _fallbacks(d, i):
+        trial = d.ids[:s.start] + alt + d.ids[s.end:]
+        try:
+            if s.violation(s.value(canvas.slot_text(trial, i))):
+                continue
+            canvas.validate(trial)   # also the schema's own checks of this field
+        except ExtractionError as other:
+            if _slot_of(canvas, other.path) == i:
+                continue   # still this field; another field's failure is the next round's
+        return trial
+    return None
 
 
 def _emptied(canvas, ids, group) -> list[int]:
@@ -158,8 +167,8 @@ def _without_repeats(d: Decoded, path: str) -> list[int] | None:
 def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: int = 1024) -> Any:
     """A check across fields failed: make the single change the model finds least unlikely
     (its cost over the decoded record's) that gives a valid record, or re-raise. Candidates:
-    an optional part or list item left out, or a written slot's value made of tokens the
-    model ranked there."""
+    for a JSON Schema, an optional part left out (a key, a list item, a map entry, a nullable
+    object); a written slot's value made of tokens the model ranked there."""
     canvas, best = d.canvas, None
     for g in canvas.groups if canvas.model is None else ():   # (a pydantic model's repair is as it was)
         if g.kind == "variant" or g.required or not canvas.is_present(d.ids, g.index):

@@ -129,8 +129,14 @@ class Document:
             word = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
             if word and (s.get("type") == "object" or "properties" in s) and \
                     all(isinstance(m, dict) and set(m) <= KEY_RULES for m in s[word]):
-                s = {k: v for k, v in s.items() if k not in (word, "x-union")}   # rules over an object's keys:
-                continue                                                          # the final check's
+                # rules over an object's keys: the final check's; the keys of the first member the
+                # properties describe are written always (`x-written`), so that one member can hold
+                described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
+                first = next((m["required"] for m in s[word] if set(m.get("required", [None])) <= described), [])
+                s = {k: v for k, v in s.items() if k not in (word, "x-union")}
+                if first:
+                    s["x-written"] = list(dict.fromkeys([*s.get("x-written", []), *first]))
+                continue
             if word and "discriminator" not in s and not s.get("x-union"):
                 members = [m for m in s[word] if not _is_null(m)]
                 out.nullable |= len(members) < len(s[word])

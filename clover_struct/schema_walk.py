@@ -1,16 +1,17 @@
 """The JSON Schema walk: a pydantic model or JSON Schema in, a Canvas (layout.py) out.
 
 Each leaf becomes a slot (regex or choice, with its budget and checks); each list item,
-map entry, optional object and union variant a group (a `one_slot` union one slot); a part
-no fixed layout fits (an untagged union, a value of any type) one slot holding its whole
-JSON text (value_regex.py). Open-ended parts get a bounded layout: a list without maxItems
-or a map lays out up to `Options.items` entries, each decoded as a block of its own after
-the one before (a list that ends early costs nothing after its end); recursion is
-unrolled `Options.depth` times and cut where the schema allows (an optional key left out,
-an empty list, null). What cannot be laid out or satisfied is refused with a SchemaError
-that names the field and what to use instead. References and compositions are read by
-schema_refs.py. Knows nothing of torch or models; it compiles no automata except to size
-a slot that needs more tokens than its estimate (constraints.min_tokens).
+map entry, optional object, JSON Schema optional key and union variant a group (a
+`one_slot` union one slot); a part no fixed layout fits (an untagged union, a value of any
+type) one slot holding its whole JSON text (value_regex.py). Open-ended parts get a
+bounded layout: a list without maxItems or a map lays out up to `Options.items` entries,
+each decoded as a block of its own after the one before (a list that ends early costs
+nothing after its end); recursion is unrolled `Options.depth` times and cut where the
+schema allows (an optional key left out, an empty list, null). What cannot be laid out or
+satisfied is refused with a SchemaError that names the field and what to use instead.
+References and compositions are read by schema_refs.py. Knows nothing of torch or models;
+it compiles no automata except to size a slot that needs more tokens than its estimate
+(constraints.min_tokens).
 
 One file over 400 lines: the Builder is one walk whose methods share its state (the pieces
 written so far, the open groups, the references being followed, marks to roll back to);
@@ -26,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SchemaError, UsageError
-from .layout import Canvas, Check, Group, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
+from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, number_pattern,
                        plain_width, string_content)
 from .schema_refs import Document, merge
-from .value_regex import ANY_DEPTH, ValueRegex
+from .value_regex import ValueRegex
 
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
 KEY_TOKENS = 12     # budget of a map's key
@@ -75,6 +76,7 @@ class Builder:
         self.active: list[str] = []     # $refs being walked (recursion depth)
         self.lists = 0                  # open lists and maps around the current value
         self.open_parts = False         # whether an open part or recursion was laid out (SHRINK helps)
+        self.key_groups = strict        # a JSON Schema's optional keys as "key" groups (not in one_slot unions)
 
     def resolve(self, s, path: str, base: str = ""):
         r = self.doc.resolve(s, path, base)
@@ -148,15 +150,16 @@ class Builder:
 
     def whole(self, s, path, nullable, tokens, base) -> int:
         """One slot holding the value's whole JSON text (value_regex.py)."""
-        pattern = self.values._of(s, path, base, ANY_DEPTH)
+        pattern = self.values.slot(s, path, base)
         if nullable:
             pattern = f"null|(?:{pattern})"
         return self.slot(path, "value", tokens or VALUE_TOKENS, pattern=pattern, nullable=nullable,
                          user_budget=tokens is not None)
 
     def object(self, s, path, base, skip=None, lead="{", tail="}"):
-        """The properties in schema order (required ones, then optional ones that fit maxProperties
-        and do not recurse past Options.depth), then the map entries the schema allows."""
+        """The properties in schema order (the keys always written, then optional ones that fit
+        maxProperties and do not recurse past Options.depth), then the map entries the schema
+        allows. In a JSON Schema an optional key is a "key" group the model writes or leaves out."""
         props = dict(s.get("properties") or {})
         required = [k for k in s.get("required", []) if k != skip]
         extra = s.get("additionalProperties", True)
@@ -172,28 +175,36 @@ class Builder:
         for extra_schema in (s.get("then"), s.get("else")) if extra in (True, {}) else ():
             for k, v in ((extra_schema or {}).get("properties") or {}).items() if isinstance(extra_schema, dict) else ():
                 props.setdefault(k, v)   # conditional properties: laid out, checked at the end
+        written = _written(s, props, required, skip) if self.strict else required
         room = s.get("maxProperties")
-        if room is not None:   # the required keys first, the optional ones while there is room
-            props = {k: props[k] for k in sorted(props, key=lambda k: k not in required)}
+        if room is not None:   # the keys always written first, the optional ones while there is room
+            props = {k: props[k] for k in sorted(props, key=lambda k: k not in written)}
         fields = []
         for key, sub in props.items():
             if key == skip or (sub is False and key not in required):   # a key no value may have
                 continue
-            if key not in required and (room is not None and len(fields) >= room - (skip is not None)
-                                        or self.strict and not self.options.optional):
+            if key not in written and (room is not None and len(fields) >= room - (skip is not None)
+                                       or self.strict and not self.options.optional):
                 continue
-            self.open_parts |= self.strict and key not in required   # leaving it out would shrink the canvas
+            self.open_parts |= self.strict and key not in written   # leaving it out would shrink the canvas
+            optional = self.key_groups and key not in written and not self.null_default(sub, _join(path, key), base)
+            if optional and lead == "{":
+                self.text(lead)   # the brace outside the key's group
+                lead = ""
             mark = self.mark()
-            self.text(f"{lead}{json.dumps(key, ensure_ascii=False)}: ")
             try:
-                fields.append((key, self.value(sub, _join(path, key), base=base)))
+                node = self.field(key, sub, _join(path, key), base, lead, optional)
             except _TooDeep:
                 if key in required:
                     raise
-                self.rollback(mark)   # an optional key past the recursion depth is left out
+                node = None
+            if node is None:   # an optional key past the recursion depth, or with nothing to decide: left out
+                self.rollback(mark)
                 continue
+            fields.append((key, node))
             lead = ", "
         entries = []
+        always = sum(not isinstance(node, KeyNode) for _, node in fields)
         left = None if room is None else room - len(fields) - (skip is not None)
         if left is None or left > 0:
             fixed = bool(fields) or skip is not None
@@ -208,9 +219,25 @@ class Builder:
                 elif "pattern" in names:
                     key, width = content_key(names["pattern"], path), plain_width(names["pattern"])
                 entries += self.entries(path, extra if isinstance(extra, dict) else {}, key, fixed or bool(entries),
-                                        base, left, s.get("minProperties", 0) - len(fields), width)
+                                        base, left, s.get("minProperties", 0) - always, width)
         self.text(tail)
         return ObjectNode(tuple(fields), MapNode(tuple(entries)) if entries else None)
+
+    def null_default(self, sub, path, base) -> bool:
+        """Whether a property is nullable with `default: null` (a pydantic model's optional field, as
+        exported): null says absent, so it is written, as the model's own canvas writes it."""
+        return isinstance(sub, dict) and sub.get("default", 0) is None and self.resolve(sub, path, base)[1]
+
+    def field(self, key, sub, path, base, lead, optional):
+        """`lead"key": value`; an optional key as a "key" group holding all of it, separator
+        included, or None where its value leaves the model nothing to decide (`{}`, or `[]` where
+        recursion was cut): the caller rolls it back."""
+        g = self.open("key", path) if optional else None
+        self.text(f"{lead}{json.dumps(key, ensure_ascii=False)}: ")
+        node = self.value(sub, path, base=base)
+        if g is None:
+            return node
+        return KeyNode(g, self.close(g, node)) if self.groups[g]["slots"] else None
 
     def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0, key_width=None) -> list:
         """Up to Options.items map entries `"key": value`, each a group (an optional item)."""
@@ -276,7 +303,7 @@ class Builder:
         for v, refs, tags, base in variants:
             vpath = f"{path}<{json.loads(tags[0])}>"
             sub = Builder(self.doc, self.tok, self.options, self.strict)
-            sub.active = list(self.active)
+            sub.active, sub.key_groups = list(self.active), False
             sub.enter(refs, vpath)
             sub.object(v, vpath, base)
             if sub.groups:
@@ -404,8 +431,10 @@ class Builder:
         """Forget everything laid out since `mark` (a part cut off past the recursion depth)."""
         pieces, slots, groups, self.group = mark
         del self.pieces[pieces:], self.slots[slots:], self.groups[groups:]
-        for g in self.groups:
-            g["slots"] = [i for i in g["slots"] if i < slots]
+        g = self.group
+        while g is not None:   # only the groups open at the mark can hold slots laid out since
+            self.groups[g]["slots"] = [i for i in self.groups[g]["slots"] if i < slots]
+            g = self.groups[g]["parent"]
 
     def close(self, g, node):
         self.pieces.append(("close", g))
@@ -422,6 +451,9 @@ class Builder:
     def build(self, model, mask_id: int, pad_id: int) -> Canvas:
         tree = self.value(self.doc.root, "", base=self.doc.base)
         ids, buf, stack, fixed, start, blocks = [], [], [], {}, {}, [0]
+        children: dict[int, list[int]] = {}
+        for g in self.groups:
+            children.setdefault(g["parent"], []).append(g["index"])
         for kind, x in self.pieces + [("end", None)]:
             if kind == "text":
                 buf.append(x)
@@ -441,8 +473,8 @@ class Builder:
                 fixed[x], start[x] = [], len(ids)
             elif kind == "close":
                 stack.pop()
-                self.groups[x].update(start=start[x], end=len(ids), fixed=tuple(fixed[x]), slots=tuple(
-                    self.groups[x]["slots"]), children=tuple(c["index"] for c in self.groups if c["parent"] == x))
+                self.groups[x].update(start=start[x], end=len(ids), fixed=tuple(fixed[x]),
+                                      slots=tuple(self.groups[x]["slots"]), children=tuple(children.get(x, ())))
         blocks = tuple(sorted({b for b in blocks if b < len(ids)}))
         return Canvas(tuple(ids), tuple(Slot(**s) for s in self.slots), tuple(Group(**g) for g in self.groups),
                       mask_id, pad_id, self.tok, self.doc.root, model, tree, blocks)
@@ -523,14 +555,37 @@ def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_siz
             except _TooDeep as e:
                 raise SchemaError(str(e), "the schema refers to itself here with no way to stop: make the "
                                           "recursive field optional, nullable or a list without minItems") from None
-            short = {s.path: need for s in canvas.slots if s.kind == "regex" and s.path not in builder.fixed
-                     and (need := shortest(s, tokenizer, vocab_size, pad_id, mask_id)) > s.budget}
+            needs = {s.path: shortest(s, tokenizer, vocab_size, pad_id, mask_id)
+                     for s in canvas.slots if s.kind == "regex" and s.path not in builder.fixed}
+            if None in needs.values():
+                path = next(p for p, need in needs.items() if need is None)
+                raise SchemaError(path, "no value meets this field's pattern, length and bounds together: "
+                                        "loosen one of them")
+            short = {s.path: needs[s.path] for s in canvas.slots if needs.get(s.path, 0) > s.budget}
             if not short:
                 break
             budgets.update(short)
         if room is None or len(canvas) <= room or not builder.open_parts:
             break
     return replace(canvas, check=check)
+
+
+def _written(s, props, required, skip) -> list[str]:
+    """The keys of a JSON Schema object written always (no key group): those a rule may ask for
+    that the repair, which can only leave keys out, could not add. The required ones; the
+    `required` of then/else and of the first key-rule anyOf/oneOf member that the properties
+    describe (schema_refs' `x-written`); those a written key's dependentRequired (or draft-7
+    array `dependencies`) names; then the first optional keys while minProperties asks for more."""
+    rules = [w.get("required", []) for w in (s.get("then"), s.get("else")) if isinstance(w, dict)]
+    keys = [k for k in dict.fromkeys([*required, *s.get("x-written", []), *(k for r in rules for k in r)])
+            if k in props and k != skip]
+    needs = {k: v for k, v in (s.get("dependencies") or {}).items() if isinstance(v, list)}
+    needs.update(s.get("dependentRequired") or {})
+    for k in keys:   # (keys grows as it is walked)
+        keys += [d for d in needs.get(k, []) if d in props and d != skip and d not in keys]
+    more = s.get("minProperties", 0) - len(keys)
+    keys += [k for k, v in props.items() if k not in keys and k != skip and v is not False][:max(more, 0)]
+    return keys
 
 
 def content_key(pattern: str | None, path: str) -> str:

@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 
 from .errors import SchemaError
-from .patterns import CHAR, FLOAT_FRACTION_DIGITS, literal, number_pattern, string_content
+from .patterns import CHAR, literal, number_pattern, string_content
 
 ANY_DEPTH = 2       # nesting of arrays and objects a whole value may have (any(3) compiles in a minute)
 SHORT = 6           # the longest maxLength a whole value's regex counts (0.02 s to compile; 12: 0.8 s)
 KEY = f'"{CHAR}+"'   # (a counted repeat of a Unicode class takes outlines-core minutes to compile)
+LONGEST = 1500      # characters of a slot's exact regex past which the slot takes any value instead: the
+                    # token DFA's build time grows with its states (a 9,000-character union of job shapes
+                    # took minutes); the final check against the schema holds what the looser regex lets by
 
 
 class ValueRegex:
@@ -35,6 +38,11 @@ class ValueRegex:
         inner = self.any(depth - 1)
         return (f"{scalar}|\\[(?:(?:{inner})(?:, (?:{inner}))*)?\\]"
                 f"|\\{{(?:{KEY}: (?:{inner})(?:, {KEY}: (?:{inner}))*)?\\}}")
+
+    def slot(self, s: dict, path: str, base: str = "") -> str:
+        """The regex of a slot holding one whole value of `s`: exact, unless too large to compile quickly."""
+        exact = self._of(s, path, base, ANY_DEPTH)
+        return exact if len(exact) <= LONGEST else self.any()
 
     def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH) -> str:
         """A regex of the JSON text of every value of `s` (nesting cut at `depth`)."""
@@ -87,7 +95,7 @@ class ValueRegex:
             if more_hi != 0:
                 sep = ", " if parts else ""
                 first = f"{sep}(?:{rest})"
-                tail = f"(?:, (?:{rest})){{{max(more_lo - 1, 0)},{'' if more_hi is None else more_hi - 1}}}"
+                tail = f"(?:, (?:{rest})){{{max(more_lo - 1, 0)},}}"   # maxItems uncounted, as digits are
                 body += f"(?:{first}{tail})" + ("" if more_lo else "?")
         return f"\\[{body}\\]" if parts or rest is None or lo else f"\\[(?:{body})?\\]"
 

@@ -340,6 +340,7 @@ def model(**fields):
     (model(b=(bytes,)), "b", "use str"),
     (model(c=(Color, Field(json_schema_extra={"max_tokens": 3}))), "c", "raise max_tokens to 7"),
     (model(s=(str, Field(min_length=5, max_length=2))), "s", "exceeds max_length"),
+    (model(p=(str, Field(pattern=r"^\d{3}-\d{4}$", max_length=5))), "p", "no value meets this field's pattern"),
     (model(**{"é": (int,)}), "", "cannot write"),
     ({"type": "object", "properties": {"x": {"$ref": "other.json#/X"}}}, "x", "outside this schema"),
     ({"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}}, "x", "finds no '\\$defs'"),
@@ -372,3 +373,24 @@ def test_a_bounded_plain_pattern_sets_the_budget(toy_tokenizer):
 
     budgets = {s.path: s.budget for s in build_canvas(Codes, toy_tokenizer).slots}
     assert budgets == {"fir": 4, "lat": 11, "searched": 24, "wide": 24, "told": 6}
+
+
+def test_a_whole_value_regex_stays_small_enough_to_compile(toy_tokenizer):
+    """maxItems inside a whole value is left to the final check (a counted repeat of a nested item
+    multiplies the token DFA's states), and a slot whose exact regex is past LONGEST takes any value."""
+    import re
+
+    from clover_struct.value_regex import ValueRegex
+
+    def slot_pattern(schema):
+        return build_canvas({"type": "object", "properties": {"v": schema}, "required": ["v"]},
+                            toy_tokenizer).slots[0].pattern
+
+    listed = slot_pattern({"anyOf": [{"type": "integer"}, {"type": "array", "maxItems": 49, "minItems": 2,
+                                                           "items": {"type": "array", "items": {"type": "string"}}}]})
+    assert "49" not in listed and "48" not in listed
+    assert re.fullmatch(listed, '[["a"], []]') and not re.fullmatch(listed, '[["a"]]')   # minItems still counted
+    shapes = [{"type": "object", "properties": {f"k{i}_{j}": {"type": "string"} for j in range(20)},
+               "required": [f"k{i}_0"]} for i in range(8)]
+    loose = slot_pattern({"anyOf": shapes})
+    assert loose == ValueRegex(None).any() and re.fullmatch(loose, '{"anything": [1, 2]}')

@@ -17,6 +17,15 @@ the route enter a zone, within its limits, while in force) and gives them as kno
 the model decides the rest from the notices geometry cannot rule out. alone: each open question
 answered on its own, no rules. model_only: the model answering all eight questions from the
 text, geometry included, which the schemas' rule (arithmetic is code's) does not ask of it.
+
+`real_zones` and `negatives` score NoFlyZone on real text (training/zone_eval.py has the
+rules): over ../shared/data/zones-dev.jsonl, "real_zones": {"valid_rate", "iou90" (share of
+notices whose footprint reaches IoU 0.9 with the labelled zone), "iou_mean", "floor",
+"ceiling", "valid_from", "valid_to", "uas_only", "field_em" (their mean), "by_shape",
+"errors"}; over the dev NOTAMs that define no zone and seeded garbage text, "negatives":
+{"notams_no_zone", "with_position_no_zone", "garbage_no_zone", "garbage_by_kind", counts}.
+Both take at most --n notices (spread over the file; 20 with --quick) and are skipped, with a
+line on stderr, when their file is absent.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.generate import HELDOUT_FAMILY, examples, judgment_cases  # noqa: E402
+from training.zone_eval import NOTAMS_DEV, ZONES_DEV, score_negatives, score_real_zones  # noqa: E402
 
 EVAL_SEED = 20_261_129
 REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "notams-dev.jsonl"
@@ -187,6 +197,14 @@ def score_judgments(cases, model) -> dict:
                            "alone_violations": count["text_alone_violations"]}}
 
 
+def _or_skip(name, path, scorer, model, limit):
+    """A real-text set's scores, or None with a line on stderr when its file is absent."""
+    result = scorer(model, limit=limit, path=path)
+    if result is None:
+        print(f"{name}: skipped, {path} not found", file=sys.stderr)
+    return result
+
+
 def _or_none(decision):
     try:
         return decision()
@@ -197,7 +215,8 @@ def _or_none(decision):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", metavar="DIR", help="model directory (default: the embedded clover-mini)")
-    ap.add_argument("--n", type=int, default=500, help="generated notices in-distribution (default 500)")
+    ap.add_argument("--n", type=int, default=500,
+                    help="generated notices in-distribution; at most this many real zones and negatives (default 500)")
     ap.add_argument("--quick", action="store_true", help="20 of each, for a smoke run")
     ap.add_argument("--sets", metavar="A,B", help="only these sets (default: all; the model card needs all)")
     ap.add_argument("--out", metavar="FILE", help="also write the final JSON line here (the model card reads it)")
@@ -213,6 +232,8 @@ def main(argv=None) -> int:
         "real_dev": lambda: score_real(model, limit=20 if args.quick else None),
         "dispatch": lambda: score(examples("dispatch", m, EVAL_SEED + 3), DispatchMessage, model),
         "judgments": lambda: score_judgments(judgment_cases(m, EVAL_SEED + 4), model),
+        "real_zones": lambda: _or_skip("real_zones", ZONES_DEV, score_real_zones, model, n),
+        "negatives": lambda: _or_skip("negatives", NOTAMS_DEV, score_negatives, model, n),
     }
     only = args.sets.split(",") if args.sets else list(sets)
     if unknown := set(only) - set(sets):
@@ -220,7 +241,7 @@ def main(argv=None) -> int:
     report = {name: run() for name, run in sets.items() if name in only}
     print("| set | n | valid | field EM | record EM |\n|---|---|---|---|---|")
     for name, r in report.items():
-        if r and "field_em" in r:
+        if r and "field_em" in r and name != "real_zones":
             print(f"| {name} | {r['n']} | {r['valid_rate']:.3f} | {r['field_em']:.3f} | {r.get('record_em', float('nan')):.3f} |")
     if j := report.get("judgments"):
         t = j["model_only"]
@@ -230,6 +251,16 @@ def main(argv=None) -> int:
               f"notices failed; with the true zones' geometry {j['accuracy_true_geometry']:.3f}")
         print(f"judgments, the model alone from the text: accuracy {t['accuracy']:.3f} joint, "
               f"{t['alone_accuracy']:.3f} alone; rule violations {t['violations']} joint, {t['alone_violations']} alone")
+    if z := report.get("real_zones"):
+        shapes = ", ".join(f"{s} {v['valid_rate']:.3f} valid, {v['iou90']:.3f} at IoU>=0.9 of {v['n']}"
+                           for s, v in z["by_shape"].items())
+        fields = ", ".join(f"{k} {z[k]:.3f}" for k in ("floor", "ceiling", "valid_from", "valid_to", "uas_only"))
+        print(f"real_zones ({z['n']}): valid {z['valid_rate']:.3f}, footprints at IoU>=0.9 {z['iou90']:.3f} "
+              f"(mean IoU {z['iou_mean']:.3f}; {shapes}); field EM {z['field_em']:.3f} ({fields})")
+    if g := report.get("negatives"):
+        print(f"negatives: no zone on {g['notams_no_zone']:.3f} of {g['n_notams']} dev NOTAMs that define none "
+              f"({g['with_position_no_zone']:.3f} of the {g['n_with_position']} obstacles at a position), "
+              f"on {g['garbage_no_zone']:.3f} of {g['n_garbage']} garbage texts")
     line = json.dumps(report)
     if args.out:
         Path(args.out).write_text(line + "\n")

@@ -1,0 +1,107 @@
+"""A JSON Schema object's optional keys: each a "key" group the model writes or leaves out
+(schema_walk.py), left out of the parsed object when absent (layout.py), and left out by the
+repair when the final check asks for it (repair.py); a pydantic model's canvas as before."""
+
+import pytest
+
+from clover_struct.constraints import compile_canvas
+from clover_struct.decoder import decode
+from clover_struct.errors import ExtractionError
+from clover_struct.repair import finish
+from clover_struct.schema_walk import build_canvas
+from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam
+from test_layout import Flat
+from tiny_models import MockModel
+
+EXCLUSIVE = {"type": "object", "properties": {"count": {"type": "integer", "minimum": 1},
+                                              "until": {"type": "string", "format": "date"},
+                                              "name": {"type": "string", "maxLength": 4}},
+             "required": ["name"], "not": {"required": ["count", "until"]}}
+CARD = {"type": "object", "properties": {"card": {"type": "string", "pattern": "^[0-9]{4}$"},
+                                         "cvc": {"type": "string", "pattern": "^[0-9]{3}$"},
+                                         "name": {"type": "string", "maxLength": 4}},
+        "required": ["name"], "dependentRequired": {"card": ["cvc"]}}
+
+
+def keys(schema, tok) -> list[str]:
+    """The paths of the canvas's key groups: the keys the model may leave out."""
+    return [g.path for g in build_canvas(schema, tok).groups if g.kind == "key"]
+
+
+def test_an_optional_key_is_a_group_holding_its_separator_key_and_value(toy_tokenizer):
+    c = build_canvas(EXCLUSIVE, toy_tokenizer)
+    assert [(g.kind, g.path) for g in c.groups] == [("key", "count"), ("key", "until")]
+    assert c.text("#") == '{"count": ############, "until": "##########", "name": "####"}'
+    fixed = [b"".join(toy_tokenizer.token_bytes(c.ids[p]) for p in g.fixed).decode() for g in c.groups]
+    assert fixed == ['"count": ', ', "until": ""']   # the brace outside, the comma inside
+    for data in ({"name": "ab"}, {"until": "2024-05-01", "name": "ab"}, {"count": 3, "name": ""}):
+        assert c.parse(c.fill(data)) == data
+    assert "count:                           key group, present or absent" in c.describe()
+
+
+def test_a_pydantic_model_writes_its_optional_fields_as_before(toy_tokenizer):
+    """A model's optional fields are written (null), and so are its JSON Schema's (nullable,
+    `default: null`: null says absent); a nullable key without that default is a key group."""
+    model, schema = build_canvas(Flat, toy_tokenizer), build_canvas(Flat.model_json_schema(), toy_tokenizer)
+    assert model.groups == schema.groups == () and model.ids == schema.ids
+    assert model.slots[-1].path == "note" and model.slots[-1].nullable
+    note = {"type": "object", "properties": {"note": {"type": ["string", "null"], "maxLength": 4}}}
+    assert keys(note, toy_tokenizer) == ["note"]
+    assert keys({**note, "properties": {"note": {**note["properties"]["note"], "default": None}}}, toy_tokenizer) == []
+    for shipped in (Notam, NoFlyZone, DispatchMessage, DispatchJudgments):
+        assert "key" not in {g.kind for g in build_canvas(shipped, toy_tokenizer).groups}
+
+
+def test_keys_a_rule_may_ask_for_are_written_always(toy_tokenizer):
+    """The repair can leave keys out but not add them: what a rule may require is written."""
+    props = {k: {"type": "integer"} for k in "abcdef"}
+    obj = {"type": "object", "properties": props}
+    assert keys(obj, toy_tokenizer) == list("abcdef")
+    assert keys({**obj, "required": ["a"], "dependentRequired": {"a": ["b"], "c": ["d"]},
+                 "if": {"required": ["a"]}, "then": {"required": ["e"]}}, toy_tokenizer) == ["c", "d", "f"]
+    assert keys({**obj, "dependencies": {"c": ["d"]}, "required": ["c"]}, toy_tokenizer) == list("abef")
+    assert keys({**obj, "minProperties": 2}, toy_tokenizer) == list("cdef")
+    assert keys({**obj, "anyOf": [{"required": ["x"]}, {"required": ["c", "d"]}]}, toy_tokenizer) == list("abef")
+    assert keys({**obj, "maxProperties": 2, "required": ["f"]}, toy_tokenizer) == ["a"]   # as many as there is room
+
+
+def test_an_optional_key_past_the_recursion_depth_or_with_nothing_to_decide_is_left_out(toy_tokenizer):
+    tree = {"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/n"}},
+                            "required": ["v"]}}, "$ref": "#/$defs/n"}
+    c = build_canvas(tree, toy_tokenizer)
+    assert keys(tree, toy_tokenizer) == ["next", "next.next"]
+    assert c.parse(c.fill({"v": 1, "next": {"v": 2}})) == {"v": 1, "next": {"v": 2}}
+    fixed = {"type": "object", "properties": {"a": {"type": "object", "additionalProperties": False},
+                                              "b": {"type": "array", "maxItems": 0}}, "required": ["b"]}
+    c = build_canvas(fixed, toy_tokenizer)
+    assert c.text() == '{"b": []}' and c.parse(c.ids) == {"b": []}
+
+
+def decoded(tok, schema, values: dict):
+    """The schema's canvas decoded by a model scripted to write `values` (absent keys: pads)."""
+    canvas, prompt = build_canvas(schema, tok), [5, 6, 7]
+    model = MockModel(tok, dict(enumerate(canvas.fill(values))), len(prompt))
+    (d,) = decode(model, [prompt], [canvas], [compile_canvas(canvas, tok)])
+    return d
+
+
+def test_a_key_the_model_leaves_out_is_absent_from_the_output(toy_tokenizer):
+    assert finish(decoded(toy_tokenizer, EXCLUSIVE, {"count": 2, "name": "ab"})) == {"count": 2, "name": "ab"}
+
+
+@pytest.mark.parametrize("schema, values", [
+    (EXCLUSIVE, {"count": 2, "until": "2024-05-01", "name": "ab"}),   # not: {required: [count, until]}
+    (CARD, {"card": "1234", "name": "ab"}),                           # card without its cvc
+])
+def test_the_repair_leaves_out_an_optional_key_the_final_check_rejects(toy_tokenizer, schema, values):
+    d = decoded(toy_tokenizer, schema, values)
+    with pytest.raises(ExtractionError):
+        d.canvas.validate(d.ids)
+    value = finish(d)
+    assert value["name"] == "ab" and len(value) == len(values) - 1 and set(value) < set(values)
+
+
+def test_a_dependent_required_schema_decodes_valid(toy_tokenizer):
+    assert finish(decoded(toy_tokenizer, CARD, {"card": "1234", "cvc": "567", "name": "ab"})) == \
+        {"card": "1234", "cvc": "567", "name": "ab"}
+    assert finish(decoded(toy_tokenizer, CARD, {"cvc": "567", "name": "ab"})) == {"cvc": "567", "name": "ab"}
