@@ -8,7 +8,8 @@ Two evaluation sets for training/evaluate.py:
   128-point ring); floor, ceiling (within 1 m, same reference), validity (UTC instants)
   and uas_only by exact match.
 - negatives: dev NOTAMs that define no zone (see `is_negative` for the rule) and seeded
-  garbage text. Today "no zone" can only be an ExtractionError: the schema has no "none".
+  garbage text. "No zone" is a record whose area is null (NoFlyZone.defines_zone False), or
+  an ExtractionError; on a zone notice the null area counts as no valid zone.
 
 The real files are read at evaluation time and never copied into the repository. Knows
 nothing of decoding: the model is only passed on to extract_many.
@@ -145,8 +146,8 @@ def score_real_zones(model, limit: int | None = None, path: Path = ZONES_DEV) ->
         zone = row["zone"]
         tally = per_shape.setdefault(zone["shape"], Counter())
         tally["n"] += 1
-        if isinstance(pred, ExtractionError):
-            errors[error_kind(pred)] += 1
+        if isinstance(pred, ExtractionError) or not pred.defines_zone:
+            errors["area: no zone" if not isinstance(pred, ExtractionError) else error_kind(pred)] += 1
             ious.append(0.0)
             continue
         ious.append(iou(pred.footprint(), labelled_footprint(zone)))
@@ -225,7 +226,7 @@ def garbage_texts(per_kind: int = GARBAGE_PER_KIND, seed: int = GARBAGE_SEED) ->
 
 
 def _no_zone_share(results: list) -> float:
-    return sum(isinstance(r, ExtractionError) for r in results) / max(len(results), 1)
+    return sum(isinstance(r, ExtractionError) or not r.defines_zone for r in results) / max(len(results), 1)
 
 
 def score_negatives(model, limit: int | None = None, path: Path = NOTAMS_DEV) -> dict | None:

@@ -22,10 +22,9 @@ def square(lat, lon, side):
 
 def zone(**area):
     """A made-up zone: 0 M AGL to 500 FT AMSL, 23 Aug 2026 09:30-19:30 UTC."""
-    return NoFlyZone(area=area or {"kind": "circle", "center": {"lat": "523000N", "lon": "0011500W"},
-                                   "radius_value": 1, "radius_unit": "NM"},
-                     floor={"value": 0, "unit": "M", "ref": "AGL"}, ceiling={"value": 500, "unit": "FT", "ref": "AMSL"},
-                     valid_from_raw="2608230930", valid_to_raw="2608231930", uas_only=False)
+    return NoFlyZone(area=area or {"kind": "circle", "center": {"lat": "523000N", "lon": "0011500W"}, "radius": "1NM"},
+                     floor="SFC", ceiling="500FT AMSL", valid_from_raw="2608230930", valid_to_raw="2608231930",
+                     uas_only=False)
 
 
 LABEL = {"shape": "circle", "center_lat": 52.5, "center_lon": -1.25, "radius_m": 1852.0, "polygon": None,
@@ -153,7 +152,7 @@ def test_real_zones_tally_valid_footprints_fields_and_errors(tmp_path, monkeypat
     path = write_jsonl(tmp_path / "zones.jsonl", [{"text": "a", "zone": LABEL}, {"text": "b", "zone": polygon},
                                                  {"text": "c", "zone": LABEL}])
     failed = ExtractionError("area.polygon.vertices", "Value error, an area needs at least 3 distinct vertices")
-    elsewhere = zone(kind="circle", center={"lat": "100000N", "lon": "0200000E"}, radius_value=1, radius_unit="NM")
+    elsewhere = zone(kind="circle", center={"lat": "100000N", "lon": "0200000E"}, radius="1NM")
     monkeypatch.setattr(ze, "extract_many", lambda texts, *a, **k: [zone(), failed, elsewhere])
     r = ze.score_real_zones(None, path=path)
     assert r["n"] == 3 and r["valid_rate"] == pytest.approx(2 / 3) and r["iou90"] == pytest.approx(1 / 3)
@@ -162,6 +161,9 @@ def test_real_zones_tally_valid_footprints_fields_and_errors(tmp_path, monkeypat
                              "polygon": {"n": 1, "valid_rate": 0.0, "iou90": 0.0}}
     assert r["errors"] == {"area.polygon.vertices: Value error, an area needs at least # distinct vertices": 1}
     assert ze.score_real_zones(None, path=tmp_path / "absent.jsonl") is None
+    monkeypatch.setattr(ze, "extract_many", lambda texts, *a, **k: [NoFlyZone(uas_only=False)] * 3)
+    none = ze.score_real_zones(None, path=path)   # "no zone" on zone notices: no valid zone, IoU 0
+    assert none["valid_rate"] == 0.0 and none["iou_mean"] == 0.0 and none["errors"] == {"area: no zone": 3}
 
 
 def test_negatives_count_no_zone_on_notams_and_garbage(tmp_path, monkeypatch):
@@ -171,9 +173,10 @@ def test_negatives_count_no_zone_on_notams_and_garbage(tmp_path, monkeypatch):
     path = write_jsonl(tmp_path / "notams.jsonl", rows)
     seen = []
 
-    def extract_many(texts, *a, **k):    # the runway notice and all garbage refused; the crane not
+    def extract_many(texts, *a, **k):    # the runway notice read as no zone, all garbage refused; the crane not
         seen.extend(texts)
-        return [zone() if k == 1 else ExtractionError("", "no zone") for k in range(len(texts))]
+        return [NoFlyZone(uas_only=False) if k == 0 else zone() if k == 1 else ExtractionError("", "no zone")
+                for k in range(len(texts))]
 
     monkeypatch.setattr(ze, "extract_many", extract_many)
     r = ze.score_negatives(None, path=path)
