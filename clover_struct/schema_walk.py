@@ -557,9 +557,8 @@ def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_siz
                                           "recursive field optional, nullable or a list without minItems") from None
             needs = {s.path: shortest(s, tokenizer, vocab_size, pad_id, mask_id)
                      for s in canvas.slots if s.kind == "regex" and s.path not in builder.fixed}
-            if None in needs.values():
-                path = next(p for p, need in needs.items() if need is None)
-                raise SchemaError(path, "no value meets this field's pattern, length and bounds together: "
+            if unfillable := [path for path, need in needs.items() if need is None]:
+                raise SchemaError(unfillable[0], "no value meets this field's pattern, length and bounds together: "
                                         "loosen one of them")
             short = {s.path: needs[s.path] for s in canvas.slots if needs.get(s.path, 0) > s.budget}
             if not short:
