@@ -196,10 +196,15 @@ def prepare(schema, model=None, max_tokens: int | None = None):
         automata = compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
     except CloverError:
         raise
-    except Exception as e:   # our own bug: still one kind of error for the caller
-        raise SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
-                              "in clover-struct: please report it with the schema") from e
+    except Exception as e:
+        raise _our_bug(e) from e
     return model, canvas, automata
+
+
+def _our_bug(e: Exception) -> SchemaError:
+    """A failure inside the layout or the automata: still one kind of error for the caller."""
+    return SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
+                           "in clover-struct: please report it with the schema")
 
 
 def lay_out(schema, model, max_tokens: int | None = None, fit: bool = True):
@@ -215,9 +220,8 @@ def lay_out(schema, model, max_tokens: int | None = None, fit: bool = True):
         raise
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise SchemaError("", f"the JSON Schema file {schema} cannot be read ({e}); fix the file") from e
-    except Exception as e:   # the schema walk's own bug: still one kind of error for the caller
-        raise SchemaError("", f"this schema could not be laid out ({type(e).__name__}: {e}); this is a bug "
-                              "in clover-struct: please report it with the schema") from e
+    except Exception as e:
+        raise _our_bug(e) from e
 
 
 def encode_prompt(model, text, canvas, truncate: bool = False) -> list[int]:

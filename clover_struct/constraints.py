@@ -2,7 +2,8 @@
 
 A regex slot becomes a `SlotAutomaton`. outlines-core compiles its pattern into a
 token-level DFA over the tokenizer's vocabulary, with the pad token in outlines'
-end-of-sequence role; the transition table is copied into numpy arrays:
+end-of-sequence role (a slot with a second pattern, a format beside the user's, gets the
+product of the two DFAs); the transition table is copied into numpy arrays:
 - `next(state, token)` is one table lookup;
 - `allowed(state, remaining)` returns the tokens that keep a final state reachable
   within the `remaining` positions of the slot (this one included), a slice of a
@@ -43,19 +44,12 @@ class _Tables:
     leaving a state sorted by the distance they leave, with cumulative counts `cuts`.
     """
 
-    def __init__(self, pattern: str, tokenizer, vocab_size: int, path: str, pad: int, mask: int,
+    def __init__(self, patterns: tuple[str, ...], tokenizer, vocab_size: int, path: str, pad: int, mask: int,
                  length: tuple[int, int | None] | None = None, inside: bool = True):
-        from outlines_core import Index
         vocabulary, vmap = outlines_vocabulary(tokenizer, pad, mask)
-        try:
-            index = Index(f"(?:{pattern})\\x01", vocabulary)
-        except (ValueError, RuntimeError) as e:
-            raise SchemaError(path, f"pattern {pattern!r} cannot be compiled over this vocabulary ({e}); "
-                                    "simplify the pattern") from None
+        trans, start = _transitions(patterns, vocabulary, path)
         self.pad = pad
-        trans = index.get_transitions()
-        names = np.array(sorted(set(trans) | {t for row in trans.values() for t in row.values()}
-                                | {index.get_initial_state()}))
+        names = np.array(sorted(set(trans) | {t for row in trans.values() for t in row.values()} | {start}))
         n = len(names) + 1
         self.done, self.vocab_size = n - 1, vocab_size
         self.table = np.full((n, vocab_size), DEAD, np.int16 if n < 2**15 else np.int32)
@@ -67,7 +61,7 @@ class _Tables:
             q = np.searchsorted(names, s)
             self.table[q, toks[keep]] = targets[keep]
             base_final[q] = END in row
-        q0 = int(np.searchsorted(names, index.get_initial_state()))
+        q0 = int(np.searchsorted(names, start))
         base_final[self.done] = True
         self.table[base_final, pad] = self.done
         self.toks = [np.flatnonzero(row >= 0) for row in self.table]
@@ -154,12 +148,44 @@ class _Tables:
         return (key, *self.cache[key])
 
 
+def _transitions(patterns: tuple[str, ...], vocabulary, path: str) -> tuple[dict, int]:
+    """({state: {token: state}}, initial state) of the token DFA of all `patterns` at once: outlines-
+    core's for one pattern; for more, the product of theirs (a state per tuple of their states that
+    the value can reach; a token leaves it where every pattern takes it)."""
+    from outlines_core import Index
+    indexes = []
+    for pattern in patterns:
+        try:
+            indexes.append(Index(f"(?:{pattern})\\x01", vocabulary))
+        except (ValueError, RuntimeError) as e:
+            raise SchemaError(path, f"pattern {pattern!r} cannot be compiled over this vocabulary ({e}); "
+                                    "simplify the pattern") from None
+    if len(indexes) == 1:
+        return indexes[0].get_transitions(), indexes[0].get_initial_state()
+    tables = [index.get_transitions() for index in indexes]
+    start = tuple(index.get_initial_state() for index in indexes)
+    number, todo, trans = {start: 0}, [start], {}
+    while todo:
+        state = todo.pop()
+        rows = [table.get(q, {}) for table, q in zip(tables, state)]
+        row = {}
+        for token in set(rows[0]).intersection(*rows[1:]):
+            target = tuple(r[token] for r in rows)
+            if target not in number:
+                number[target] = len(number)
+                todo.append(target)
+            row[token] = number[target]
+        trans[number[state]] = row
+    return trans, 0
+
+
 def _tables(slot, tokenizer, vocab_size: int, pad: int, mask: int) -> _Tables:
-    """The tables of a slot's pattern, shared by every slot with the same pattern and length."""
+    """The tables of a slot's patterns, shared by every slot with the same patterns and length."""
     cache = per_tokenizer(tokenizer)
-    key = (slot.pattern, slot.length, slot.json_kind == "string", vocab_size, pad, mask)
+    patterns = (slot.pattern,) + ((slot.also,) if slot.also is not None else ())
+    key = (patterns, slot.length, slot.json_kind == "string", vocab_size, pad, mask)
     if key not in cache:
-        cache[key] = _Tables(slot.pattern, tokenizer, vocab_size, slot.path, pad, mask, slot.length,
+        cache[key] = _Tables(patterns, tokenizer, vocab_size, slot.path, pad, mask, slot.length,
                              slot.json_kind == "string")
     return cache[key]
 

@@ -63,10 +63,11 @@ NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
 
 
 def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS
-                   ) -> tuple[str, int, tuple | None, list[tuple]]:
+                   ) -> tuple[str, int, tuple | None, list[tuple], str | None]:
     """A string schema's slot: (content regex, longest value in characters, (min, max) length for
-    the automaton's counter or None, [(check op, bound)]). The user's `pattern` always holds
-    (a `format` beside it becomes a check); an unknown format is an annotation."""
+    the automaton's counter or None, [(check op, bound)], the format's content regex where a
+    `pattern` stands beside a known format, else None). The user's pattern always holds; beside a
+    format the automaton runs both regexes at once; an unknown format is an annotation."""
     fmt, lo, hi, pattern = s.get("format"), s.get("minLength", 0), s.get("maxLength"), s.get("pattern")
     formats = STRICT_FORMATS if strict else FORMATS
     if fmt in NO_FORMATS:
@@ -74,19 +75,22 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
     if hi is not None and hi < lo:
         raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}: no string satisfies both; fix the bounds")
     checks = [("format", fmt)] * (fmt in ("date", "date-time"))
+    also = None
     if fmt in formats and pattern is None:
         content, size = formats[fmt]
         length = None
     else:
-        checks += [("format", fmt)] * (fmt in formats and fmt not in ("date", "date-time"))
         content = content_pattern(pattern, path) if pattern is not None else CHAR + "*"
         size, length = hi or max(default_tokens, lo), (lo, hi) if lo or hi is not None else None
         if pattern is not None and (width := plain_width(pattern)) is not None:
             size = max(min(size, width), 1)  # no value of the pattern is longer
             if any(int(m[2]) - int(m[1]) > WIDE_REPEAT for m in _COUNTED.finditer(pattern)):
                 length = (lo, width if hi is None else min(hi, width))   # the counter bounds loosened repeats
+        if fmt in formats:
+            also, longest = formats[fmt]
+            size = min(size, longest)
     checks += [("min_length", lo)] * (lo > 0) + [("max_length", hi)] * (hi is not None)
-    return content, size, length, checks
+    return content, size, length, checks, also
 
 
 def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:

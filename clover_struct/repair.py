@@ -3,7 +3,7 @@
 A value that fails a check no regular expression expresses (numeric bounds, a calendar
 date, a pydantic validator) is replaced by the slot's next-best complete value the model
 ranked (`alternatives`, over the top tokens the decoder remembered per position), then by
-the nearest valid value; a check across fields (a model validator, a JSON Schema's rule on
+the nearest valid value (for a JSON Schema's whole value, then the emptiest value of a type); a check across fields (a model validator, a JSON Schema's rule on
 an object or a list) by the single change the model finds least unlikely (for a JSON Schema,
 leaving out an optional part is one: a key, a list item, a map entry), as is a JSON Schema's
 value no fallback mends; a list's repeated optional items are dropped for uniqueItems.
@@ -20,6 +20,7 @@ from typing import Any
 from .decoder import Decoded
 from .errors import ExtractionError
 
+PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
 
 
@@ -59,15 +60,17 @@ def _nearest(slot, value):
 
 
 def _fallbacks(d: Decoded, i):
-    """Next-best complete values of slot i: the model's, then the nearest valid one."""
+    """Next-best complete values of slot i: the model's, then the nearest valid one; for a JSON
+    Schema's whole value (a union, any value), last the plainest values of each JSON type."""
     yield from (ids for _, ids in alternatives(d, i))
     canvas, s = d.canvas, d.canvas.slots[i]
     try:
-        value = _nearest(s, s.value(canvas.slot_text(d.ids, i)))
+        nearest = [_nearest(s, s.value(canvas.slot_text(d.ids, i)))]
     except ExtractionError:
-        return
-    if value is not None:
-        ids = canvas.tokenizer.encode(s.render(value))
+        nearest = []
+    plainest = PLAINEST if canvas.model is None and s.json_kind == "value" and not s.union else ()
+    for text in [s.render(v) for v in nearest if v is not None] + list(plainest):
+        ids = canvas.tokenizer.encode(text)
         if d.automata[i].accepts(ids):
             yield ids + [canvas.pad_id] * (s.budget - len(ids))
 

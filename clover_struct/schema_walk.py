@@ -20,6 +20,7 @@ split across modules, that state would travel as arguments.
 
 from __future__ import annotations
 
+import bisect
 import json
 import weakref
 from dataclasses import dataclass, replace
@@ -56,6 +57,10 @@ class _TooDeep(Exception):
     """Recursion reached Options.depth here: the caller cuts it off, or refuses."""
 
 
+class _TooBig(Exception):
+    """The canvas outgrew the room while SHRINK can still make it smaller: the next Options."""
+
+
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
@@ -63,8 +68,10 @@ def _join(path: str, key: str) -> str:
 class Builder:
     """Walks a JSON Schema, emitting fixed text, slots and group markers in canvas order."""
 
-    def __init__(self, doc: Document, tokenizer, options: Options, strict: bool, budgets: dict | None = None):
+    def __init__(self, doc: Document, tokenizer, options: Options, strict: bool, budgets: dict | None = None,
+                 room: int | None = None):
         self.doc, self.tok, self.options, self.strict = doc, tokenizer, options, strict
+        self.room = room                # stop (_TooBig) once the slots alone outgrow it, if SHRINK can help
         self.values = ValueRegex(doc, strict)
         self.budgets = budgets or {}    # slot path -> tokens it needs (raised after a first build)
         self.fixed: set[str] = set()    # slot paths whose budget the schema sets (max_tokens)
@@ -76,6 +83,7 @@ class Builder:
         self.active: list[str] = []     # $refs being walked (recursion depth)
         self.lists = 0                  # open lists and maps around the current value
         self.open_parts = False         # whether an open part or recursion was laid out (SHRINK helps)
+        self.size = 0                   # positions of the slots laid out (the canvas is longer)
         self.key_groups = strict        # a JSON Schema's optional keys as "key" groups (not in one_slot unions)
 
     def resolve(self, s, path: str, base: str = ""):
@@ -204,12 +212,13 @@ class Builder:
             fields.append((key, node))
             lead = ", "
         entries = []
-        always = sum(not isinstance(node, KeyNode) for _, node in fields)
+        need = s.get("minProperties", 0) - sum(not isinstance(node, KeyNode) for _, node in fields)
         left = None if room is None else room - len(fields) - (skip is not None)
-        if left is None or left > 0:
+        if left is None or left > 0:   # entries written until minProperties is met, the first map's first
             fixed = bool(fields) or skip is not None
             for p, sub in patterns.items():
-                entries += self.entries(path, sub, content_key(p, path), fixed or bool(entries), base, left)
+                entries += self.entries(path, sub, content_key(p, path), fixed or bool(entries), base, left,
+                                        need - len(entries))
             if isinstance(extra, dict) or (extra is True and not props and not patterns and skip is None):
                 names = s.get("propertyNames") if isinstance(s.get("propertyNames"), dict) else {}
                 names = self.doc.resolve(names, path, base).schema
@@ -219,7 +228,7 @@ class Builder:
                 elif "pattern" in names:
                     key, width = content_key(names["pattern"], path), plain_width(names["pattern"])
                 entries += self.entries(path, extra if isinstance(extra, dict) else {}, key, fixed or bool(entries),
-                                        base, left, s.get("minProperties", 0) - always, width)
+                                        base, left, need - len(entries), width)
         self.text(tail)
         return ObjectNode(tuple(fields), MapNode(tuple(entries)) if entries else None)
 
@@ -351,33 +360,38 @@ class Builder:
             if blocks and k:
                 self.pieces.append(("block", None))
             mark = self.mark()
-            g = self.open("item", f"{path}[{k}]", required=k < least, prev=prev)
+            item, item_path = prefix[k] if k < len(prefix) else rest, f"{path}[{k}]"
+            g = self.open("item", item_path, required=k < least, prev=prev)
             self.text(", " * (k > 0))
             try:
-                node = self.value(prefix[k] if k < len(prefix) else rest, f"{path}[{k}]", tokens, base)
+                node = self.value(item, item_path, tokens, base)
             except _TooDeep:
                 if k < least:
                     raise
                 self.rollback(mark)   # past the recursion depth: the list ends here
                 break
+            if not self.groups[g]["slots"]:   # nothing in the item tells it is there (a list of lists, an
+                self.rollback(mark)           # object of optional keys): its whole value as one slot
+                g = self.open("item", item_path, required=k < least, prev=prev)
+                self.text(", " * (k > 0))
+                schema, nullable, _, item_base = self.resolve(item, item_path, base)
+                node = self.whole(schema, item_path, nullable, tokens, item_base)
             items.append((g, self.close(g, node)))
-            if not self.groups[g]["slots"]:
-                raise SchemaError(path, "list items need at least one field to tell they are present")
             prev = g
         self.lists -= 1
         self.text("]")
         return ListNode(tuple(items), nullable)
 
     def string(self, s, path, nullable, tokens):
-        content, size, length, checks = string_content(s, path, self.strict, self.options.default_tokens)
+        content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens)
         spec = dict(checks=tuple(Check(*c) for c in checks), length=length, verbatim=bool(s.get("verbatim")),
                     user_budget=tokens is not None)
         size = min(size, STRING_TOKENS_CAP)
         if nullable:
             return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
-                             nullable=True, **spec)
+                             also=also and f'null|"(?:{also})"', nullable=True, **spec)
         self.text('"')
-        slot = self.slot(path, "string", tokens or size, pattern=content, **spec)
+        slot = self.slot(path, "string", tokens or size, pattern=content, also=also, **spec)
         self.text('"')
         return slot
 
@@ -407,6 +421,9 @@ class Builder:
         else:
             budget = self.budget_of(path, budget)
         self.slots.append(dict(path=path, json_kind=json_kind, budget=budget, kind=kind, group=self.group, **spec))
+        self.size += budget
+        if self.room is not None and self.size > self.room and self.open_parts:
+            raise _TooBig
         self.pieces.append(("slot", i))
         g = self.group
         while g is not None:
@@ -430,10 +447,12 @@ class Builder:
     def rollback(self, mark: tuple) -> None:
         """Forget everything laid out since `mark` (a part cut off past the recursion depth)."""
         pieces, slots, groups, self.group = mark
+        self.size -= sum(s["budget"] for s in self.slots[slots:])
         del self.pieces[pieces:], self.slots[slots:], self.groups[groups:]
         g = self.group
         while g is not None:   # only the groups open at the mark can hold slots laid out since
-            self.groups[g]["slots"] = [i for i in self.groups[g]["slots"] if i < slots]
+            held = self.groups[g]["slots"]   # (ascending: slots join their groups as they are laid out)
+            del held[bisect.bisect_left(held, slots):]
             g = self.groups[g]["parent"]
 
     def close(self, g, node):
@@ -485,6 +504,9 @@ def _whole_pattern(slot: Slot) -> str:
     a plain string's length bound (the automaton's, for a slot of its own) as a repeat."""
     if slot.kind == "choice":
         return "|".join(map(literal, slot.choices))
+    if slot.also is not None:
+        raise SchemaError(slot.path, "in a one_slot union a string cannot have both a pattern and a format "
+                                     "(no regex intersects them); drop one, or leave out one_slot")
     if slot.length is None:
         return slot.pattern
     if slot.pattern not in (CHAR + "*", f'null|"(?:{CHAR}*)"'):
@@ -538,7 +560,6 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
 def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size) -> Canvas:
     """The canvas of the largest Options in SHRINK that fits `room`, each slot with the tokens its
     shortest value needs at least (a second build raises the estimates that fall short)."""
-    from .constraints import shortest
     from .validation import checker
 
     check = None if model is not None else checker(raw)
@@ -546,28 +567,40 @@ def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_siz
         raise SchemaError("", "the schema is `false`: no value is valid; give a schema a value can satisfy")
     doc = Document(raw if isinstance(raw, dict) else {})
     budgets: dict[str, int] = {}
-    for options in SHRINK:
+    for k, options in enumerate(SHRINK):
         options = replace(options, default_tokens=max_tokens or DEFAULT_STRING_TOKENS)
-        for _ in range(3):
-            builder = Builder(doc, tokenizer, options, strict=model is None, budgets=budgets)
-            try:
-                canvas = builder.build(model, mask_id, pad_id)
-            except _TooDeep as e:
-                raise SchemaError(str(e), "the schema refers to itself here with no way to stop: make the "
-                                          "recursive field optional, nullable or a list without minItems") from None
-            needs = {s.path: shortest(s, tokenizer, vocab_size, pad_id, mask_id)
-                     for s in canvas.slots if s.kind == "regex" and s.path not in builder.fixed}
-            if None in needs.values():
-                path = next(p for p, need in needs.items() if need is None)
-                raise SchemaError(path, "no value meets this field's pattern, length and bounds together: "
-                                        "loosen one of them")
-            short = {s.path: needs[s.path] for s in canvas.slots if needs.get(s.path, 0) > s.budget}
-            if not short:
-                break
-            budgets.update(short)
-        if room is None or len(canvas) <= room or not builder.open_parts:
+        try:   # (the last Options is built whole: a canvas too big for the room then says so)
+            canvas, open_parts = _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size,
+                                        room if k < len(SHRINK) - 1 else None)
+        except _TooBig:
+            continue
+        if room is None or len(canvas) <= room or not open_parts:
             break
     return replace(canvas, check=check)
+
+
+def _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size, room) -> tuple[Canvas, bool]:
+    """(canvas, whether it has open parts) under `options`, built again while a slot's budget
+    is short of its shortest value (`budgets` keeps the raised ones); _TooBig past `room`."""
+    from .constraints import shortest
+
+    for _ in range(3):
+        builder = Builder(doc, tokenizer, options, strict=model is None, budgets=budgets, room=room)
+        try:
+            canvas = builder.build(model, mask_id, pad_id)
+        except _TooDeep as e:
+            raise SchemaError(str(e), "the schema refers to itself here with no way to stop: make the "
+                                      "recursive field optional, nullable or a list without minItems") from None
+        needs = {s.path: shortest(s, tokenizer, vocab_size, pad_id, mask_id)
+                 for s in canvas.slots if s.kind == "regex" and s.path not in builder.fixed}
+        if unfillable := [path for path, need in needs.items() if need is None]:
+            raise SchemaError(unfillable[0], "no value meets this field's pattern, length and bounds together: "
+                                             "loosen one of them")
+        short = {s.path: needs[s.path] for s in canvas.slots if needs.get(s.path, 0) > s.budget}
+        if not short:
+            break
+        budgets.update(short)
+    return canvas, builder.open_parts
 
 
 def _written(s, props, required, skip) -> list[str]:

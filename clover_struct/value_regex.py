@@ -6,7 +6,8 @@ under a regex that accepts every value of the subschema (within a nesting depth)
 model's first token then picks the variant (`"`, a digit, `{`, ...). Objects are written as
 the canvas writes them (`{"a": 1, "b": [2, 3]}`): every property in schema order, then any
 extra entries. The regex is the layout's guide; the final check against the original
-schema (api.py) enforces what it cannot (oneOf exclusivity, uniqueness, conditionals).
+schema (api.py) enforces what it cannot (oneOf exclusivity, uniqueness, conditionals, maxItems,
+and everything of a slot whose exact regex is too large to compile quickly: `LONGEST`).
 Knows nothing of canvases, tokenizers or models.
 """
 
@@ -40,9 +41,12 @@ class ValueRegex:
                 f"|\\{{(?:{KEY}: (?:{inner})(?:, {KEY}: (?:{inner}))*)?\\}}")
 
     def slot(self, s: dict, path: str, base: str = "") -> str:
-        """The regex of a slot holding one whole value of `s`: exact, unless too large to compile quickly."""
-        exact = self._of(s, path, base, ANY_DEPTH)
-        return exact if len(exact) <= LONGEST else self.any()
+        """The regex of a slot holding one whole value of `s`: exact to the deepest nesting that keeps
+        it small enough to compile quickly, else any value."""
+        for depth in range(ANY_DEPTH, 0, -1):
+            if len(exact := self._of(s, path, base, depth)) <= LONGEST:
+                return exact
+        return self.any()
 
     def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH) -> str:
         """A regex of the JSON text of every value of `s` (nesting cut at `depth`)."""
@@ -66,7 +70,7 @@ class ValueRegex:
             sign = number_pattern(s, t == "integer")[0].startswith("-?")
             return "-?" * sign + "(?:0|[1-9][0-9]*)" + ("" if t == "integer" else r"(?:\.[0-9]+)?")
         if t == "string":
-            content, _, length, _ = string_content(s, path, self.strict)
+            content, _, length, _, _ = string_content(s, path, self.strict)   # a format: the final check
             if content == f"{CHAR}*" and length and length[1] is not None and length[1] <= SHORT:
                 content = f"{CHAR}{{{length[0]},{length[1]}}}"   # a short one counted (no slot counter here)
             return f'"(?:{content})"'

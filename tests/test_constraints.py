@@ -139,6 +139,21 @@ def test_user_patterns_apply_to_the_unescaped_content(toy_tokenizer):
     assert digit.accepts(enc("ab1c")) and not digit.accepts(enc("abc")) and not digit.accepts(enc("ab1cd"))
 
 
+def test_a_pattern_beside_a_format_holds_both(toy_tokenizer):
+    schema = {"type": "object", "required": ["day", "mail"], "properties": {
+        "day": {"type": "string", "format": "date", "pattern": "^202[0-9]-"},
+        "mail": {"type": ["string", "null"], "format": "email", "pattern": "@clover\\.invalid$"}}}
+    c = build_canvas(schema, toy_tokenizer)
+    autos = compile_canvas(c)
+    day, mail = slot_named(c, autos, "day"), slot_named(c, autos, "mail")
+    enc = toy_tokenizer.encode
+    assert day.accepts(enc("2024-05-01")) and day.budget <= 10
+    assert not day.accepts(enc("2019-05-01")) and not day.accepts(enc("2024-5-1"))   # the pattern, the format
+    assert mail.accepts(enc('"ops@clover.invalid"')) and mail.accepts(enc("null"))
+    assert not mail.accepts(enc('"ops@example.org"')) and not mail.accepts(enc('"@clover.invalid"'))
+    assert not any(check.op == "format" for s in c.slots for check in s.checks if s.path == "mail")
+
+
 def test_a_tokenizer_without_a_mask_token_takes_one_by_argument(make_toy_tokenizer):
     tok = make_toy_tokenizer(["<|endoftext|>", "<|pad|>"])
     assert tok.mask_id is None

@@ -105,3 +105,21 @@ def test_a_dependent_required_schema_decodes_valid(toy_tokenizer):
     assert finish(decoded(toy_tokenizer, CARD, {"card": "1234", "cvc": "567", "name": "ab"})) == \
         {"card": "1234", "cvc": "567", "name": "ab"}
     assert finish(decoded(toy_tokenizer, CARD, {"cvc": "567", "name": "ab"})) == {"cvc": "567", "name": "ab"}
+
+
+def test_a_whole_value_no_ranked_value_mends_falls_back_to_the_emptiest_of_a_type(toy_tokenizer):
+    """A whole-value slot's regex is looser than its schema (bounds, maxItems): past the values the
+    model ranked, the repair tries the emptiest value of each JSON type the slot's regex accepts."""
+    import jsonschema
+
+    from clover_struct.repair import _fallbacks
+    schema = {"type": "object", "required": ["v", "name"], "properties": {
+        "name": {"type": "string", "maxLength": 4},
+        "v": {"anyOf": [{"type": "integer", "minimum": 10**9}, {"type": "array", "maxItems": 0}]}}}
+    d = decoded(toy_tokenizer, schema, {"v": 5, "name": "ab"})
+    i, s = next((k, s) for k, s in enumerate(d.canvas.slots) if s.path == "v")
+    last = [d.canvas.slot_text(d.ids[:s.start] + ids + d.ids[s.end:], i) for ids in list(_fallbacks(d, i))[-2:]]
+    assert last == ["[]", "0"]   # of {} [] "" 0 false null, those the regex takes, in that order
+    value = finish(d)
+    jsonschema.validate(value, schema)
+    assert value["name"] == "ab"

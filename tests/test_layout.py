@@ -394,3 +394,32 @@ def test_a_whole_value_regex_stays_small_enough_to_compile(toy_tokenizer):
                "required": [f"k{i}_0"]} for i in range(8)]
     loose = slot_pattern({"anyOf": shapes})
     assert loose == ValueRegex(None).any() and re.fullmatch(loose, '{"anything": [1, 2]}')
+
+
+def test_a_whole_value_slot_keeps_the_deepest_nesting_that_compiles_quickly(toy_tokenizer):
+    import re
+    nested = {"type": "object", "properties": {f"k{j}": {"type": "object", "properties": {
+        f"n{m}": {"type": "string"} for m in range(12)}} for j in range(12)}}
+    v = build_canvas({"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"}, nested]}},
+                      "required": ["v"]}, toy_tokenizer).slots[0].pattern
+    assert re.fullmatch(v, "12") and re.fullmatch(v, "{" + ", ".join(f'"k{j}": {{}}' for j in range(12)) + "}")
+    assert not re.fullmatch(v, '{"anything": 1}')   # depth 1, not any value
+
+
+def test_an_item_with_nothing_to_tell_it_is_there_is_one_whole_value_slot(toy_tokenizer):
+    """Lists nested past Options.items' depths leave the innermost list empty: its item holds its
+    whole value in one slot, which tells the item is there."""
+    deep = {"type": "array", "items": {"type": "string"}}
+    for _ in range(3):
+        deep = {"type": "array", "items": deep}
+    c = build_canvas({"type": "object", "properties": {"a": deep}, "required": ["a"]}, toy_tokenizer)
+    assert {s.json_kind for s in c.slots} == {"value"} and c.slots[0].path == "a[0][0][0]"
+
+
+def test_map_entries_are_written_until_min_properties_is_met(toy_tokenizer):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+              "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": {"type": "integer"},
+              "minProperties": 3}
+    c = build_canvas(schema, toy_tokenizer)
+    items = [g for g in c.groups if g.kind == "item"]
+    assert [g.path for g in items if g.required] == ["{0}", "{1}"]   # name, then the first map's first two

@@ -45,10 +45,11 @@ from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.generate import HELDOUT_FAMILY, examples, judgment_cases  # noqa: E402
-from training.zone_eval import NOTAMS_DEV, ZONES_DEV, score_negatives, score_real_zones  # noqa: E402
+from training.zone_eval import (FIELDS, NOTAMS_DEV, ZONES_DEV, read_jsonl, score_negatives,  # noqa: E402
+                                score_real_zones)
 
 EVAL_SEED = 20_261_129
-REAL_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "notams-dev.jsonl"
+REAL_DEV = NOTAMS_DEV   # the real dev NOTAMs real_dev scores (benchmarks/compare.py reads them too)
 NOTAM_FIELDS = ("notam_id", "fir", "qcode", "traffic", "purpose", "scope", "lower_fl", "upper_fl",
                 "center_lat", "center_lon", "radius_nm", "location", "valid_from", "valid_to",
                 "permanent", "estimated", "schedule", "lower", "upper")
@@ -132,9 +133,9 @@ def same_id(a, b) -> bool:  # bulletin references drop leading zeros: N0556/26 v
 
 
 def score_real(model, limit=None) -> dict | None:
-    if not REAL_DEV.is_file():
+    if not NOTAMS_DEV.is_file():
         return None
-    rows = [json.loads(line) for line in REAL_DEV.read_text().splitlines() if line.strip()][:limit]
+    rows = read_jsonl(NOTAMS_DEV)[:limit]
     preds = extract_many([r["text"] for r in rows], Notam, model=model, batch_size=16)
     hits = total = sub_hits = sub_total = 0
     for row, pred in zip(rows, preds):
@@ -254,7 +255,7 @@ def main(argv=None) -> int:
     if z := report.get("real_zones"):
         shapes = ", ".join(f"{s} {v['valid_rate']:.3f} valid, {v['iou90']:.3f} at IoU>=0.9 of {v['n']}"
                            for s, v in z["by_shape"].items())
-        fields = ", ".join(f"{k} {z[k]:.3f}" for k in ("floor", "ceiling", "valid_from", "valid_to", "uas_only"))
+        fields = ", ".join(f"{k} {z[k]:.3f}" for k in FIELDS)
         print(f"real_zones ({z['n']}): valid {z['valid_rate']:.3f}, footprints at IoU>=0.9 {z['iou90']:.3f} "
               f"(mean IoU {z['iou_mean']:.3f}; {shapes}); field EM {z['field_em']:.3f} ({fields})")
     if g := report.get("negatives"):

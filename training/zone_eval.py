@@ -31,8 +31,7 @@ from shapely.geometry import LineString, Polygon
 from shapely.ops import unary_union
 
 from clover_struct import ExtractionError, extract_many
-from clover_struct.schemas import NoFlyZone
-from clover_struct.schemas.units import destination_point
+from clover_struct.schemas import NoFlyZone, airspace
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 ZONES_DEV = DATA / "zones-dev.jsonl"
@@ -60,10 +59,8 @@ def spread(rows: list, limit: int | None) -> list:
 
 # -- footprints ------------------------------------------------------------------------------
 def circle_ring(lat: float, lon: float, radius_m: float, points: int = RING_POINTS) -> Polygon:
-    """A circle as `points` great-circle destinations from its centre, in (x=lon, y=lat)
-    degrees: the construction NoFlyZone.footprint() uses for its own circles."""
-    ring = [destination_point(lat, lon, 360 * k / points, radius_m) for k in range(points)]
-    return Polygon([(x, y) for y, x in ring])
+    """A labelled circle: NoFlyZone.footprint()'s construction, with the data README's points."""
+    return airspace.circle_ring(lat, lon, radius_m, points)
 
 
 def labelled_footprint(zone: dict) -> Polygon:

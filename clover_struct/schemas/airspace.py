@@ -387,10 +387,7 @@ class NoFlyZone(BaseModel):
         if self.area is None:
             raise ValueError("the notice defines no zone (area is null): there is no footprint")
         if isinstance(self.area, CircleArea):
-            lat, lon = self.area.center.decimal
-            r = self.radius_m
-            ring = [destination_point(lat, lon, 360 * k / CIRCLE_SEGMENTS, r) for k in range(CIRCLE_SEGMENTS)]
-            return Polygon([(x, y) for y, x in ring])
+            return circle_ring(*self.area.center.decimal, self.radius_m)
         return Polygon([(lon, lat) for lat, lon in self.polygon])
 
     def active_at(self, when: datetime) -> bool:
@@ -423,6 +420,12 @@ class NoFlyZone(BaseModel):
             return False
         shape = self.footprint()
         return any(shape.covers(_ShapelyPoint(lon + k, lat)) for k in (0.0, 360.0, -360.0))
+
+
+def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SEGMENTS) -> Polygon:
+    """A circle as `points` great-circle destinations from its centre, in (x=lon, y=lat) degrees."""
+    ring = [destination_point(lat, lon, 360 * k / points, radius_m) for k in range(points)]
+    return Polygon([(x, y) for y, x in ring])
 
 
 def daily_windows(schedule: Optional[str]) -> list[tuple[int, int]]:
