@@ -2,12 +2,14 @@
 
 A value that fails a check no regular expression expresses (numeric bounds, a calendar
 date, a pydantic validator) is replaced by the slot's next-best complete value the model
-ranked (`alternatives`, over the top tokens the decoder remembered per position), then by
-the nearest valid value (for a JSON Schema's whole value, then the emptiest value of a type); a check across fields (a model validator, a JSON Schema's rule on
-an object or a list) by the single change the model finds least unlikely (for a JSON Schema,
-leaving out an optional part is one: a key, a list item, a map entry), as is a JSON Schema's
-value no fallback mends; a list's repeated optional items are dropped for uniqueItems.
-Knows nothing of models or torch: a Decoded in, a value out.
+ranked (`alternatives`, over the top tokens the decoder remembered per position; a greedy
+completion where that search runs out), then by the nearest valid value, and for a JSON
+Schema's whole value by the emptiest value of a type; a value breaking a pattern the layout
+could not place (then/else, allOf) is searched again among the values matching it. A check
+across fields (a model validator, a JSON Schema's rule on an object or a list) is met by the
+single change the model finds least unlikely (for a JSON Schema, leaving out an optional part
+is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; a
+list's repeated optional items are dropped for uniqueItems. Knows nothing of models or torch: a Decoded in, a value out.
 """
 
 from __future__ import annotations
