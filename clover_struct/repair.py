@@ -9,7 +9,8 @@ could not place (then/else, allOf) is searched again among the values matching i
 across fields (a model validator, a JSON Schema's rule on an object or a list) is met by the
 single change the model finds least unlikely (for a JSON Schema, leaving out an optional part
 is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; a
-list's repeated optional items are dropped for uniqueItems. Knows nothing of models or torch: a Decoded in, a value out.
+list's repeated optional items are dropped for uniqueItems. Knows nothing of models or torch:
+a Decoded in, a value out.
 """
 
 from __future__ import annotations
