@@ -64,8 +64,9 @@ def _nearest(slot, value):
 
 
 def _fallbacks(d: Decoded, i):
-    """Next-best complete values of slot i: the model's, then the nearest valid one; for a JSON
-    Schema's whole value (a union, any value), last the plainest values of each JSON type."""
+    """Next-best complete values of slot i: the model's (searched best first, then completed
+    greedily), then the nearest valid one; for a JSON Schema's whole value (a union, any value),
+    last the plainest values of each JSON type."""
     yield from (ids for _, ids in alternatives(d, i))
     if (ids := _greedy(d, i)) is not None:
         yield ids

@@ -49,15 +49,17 @@ def geojson(vols: list[Volume]) -> dict:
     return {"type": "FeatureCollection", "features": [feature(v) for v in vols]}
 
 
+ED318_REFS = {"STD": "AMSL"}   # ours -> ED-318's where they differ (it has no pressure reference)
+
+
 def _layer(v: Volume) -> Optional[dict]:
     """ED-318's vertical layer in metres; None when the zone has no ceiling (ED-318 writes no
     "unlimited"). A flight level is pressure altitude: written AMSL at its height in the
-    standard atmosphere, as ED-318 has no pressure reference."""
+    standard atmosphere."""
     if v.ceiling_m is None:
         return None
-    ref = {"STD": "AMSL"}
-    return {"upper": round(v.ceiling_m, 1), "upperReference": ref.get(v.ceiling_ref, v.ceiling_ref),
-            "lower": round(v.floor_m, 1), "lowerReference": ref.get(v.floor_ref, v.floor_ref), "uom": "m"}
+    return {"upper": round(v.ceiling_m, 1), "upperReference": ED318_REFS.get(v.ceiling_ref, v.ceiling_ref),
+            "lower": round(v.floor_m, 1), "lowerReference": ED318_REFS.get(v.floor_ref, v.floor_ref), "uom": "m"}
 
 
 def _clock(minutes: int) -> str:
