@@ -193,6 +193,8 @@ def error_path(out: Path) -> Path:
          arg("--resume", action="store_true", help="skip records already in OUT and its errors file"),
          arg("--quiet", action="store_true", help="no progress bar"),
          arg("--json", action="store_true", help="print the summary as a JSON object on stdout"),
+         arg("--min-confidence", type=float, metavar="P", help="a record whose least sure field the model gave "
+             "a confidence below P (0-1) goes to the errors, named; every record line carries its `confidence`"),
          arg("--ray", nargs="?", const="", metavar="ADDRESS", help="decode on a Ray cluster (the one at ADDRESS, "
              "else a local one; pip install 'clover-struct[ray]'); the output is the same"),
          arg("--workers", type=int, metavar="N", help="with --ray: decoding workers, a model each (default: one "
@@ -205,6 +207,8 @@ def extract(args) -> int:
         raise CliError("--batch-size must be at least 1")
     if args.resume and not args.output:
         raise CliError("--resume needs -o OUT (it reads what OUT already holds)")
+    if args.min_confidence is not None and not 0 <= args.min_confidence <= 1:
+        raise CliError(f"--min-confidence is a probability, 0 to 1; got {args.min_confidence}")
     check_ray(args)
     paths = roots(args.inputs)
     schema = load_spec(args.schema)
@@ -243,12 +247,18 @@ def extract(args) -> int:
                 if bar is not None:
                     bar.clear()
                 for source, _, why in batch:
-                    record, reason = next(outcomes) if why is None else (None, why)
+                    record, reason, low = next(outcomes) if why is None else (None, why, None)
+                    line = {"source": source, "record": record} if reason is None else {"source": source}
+                    if low is not None:
+                        line["confidence"] = sure = round(low[1], 4)   # what is written is what is compared
+                        if args.min_confidence is not None and sure < args.min_confidence:   # kept, beside why
+                            reason = (f"the model's confidence in field `{low[0]}` is {sure:.3f}, below "
+                                      f"--min-confidence {args.min_confidence}")
                     if reason is None:
-                        sinks[0].write({"source": source, "record": record})
+                        sinks[0].write(line)
                         new_ok += 1
                     else:
-                        sinks[1].write({"source": source, "error": reason})
+                        sinks[1].write({**line, "error": reason})
                         new_failed += 1
                     if bar is not None:
                         bar.update(1)

@@ -200,7 +200,7 @@ class SlotAutomaton:
 
     def __init__(self, slot, tables: _Tables):
         self.slot, self.budget, self._t = slot, slot.budget, tables
-        self.pad_id, self.initial = tables.pad, tables.initial
+        self.pad_id, self.initial, self.vocab_size = tables.pad, tables.initial, tables.vocab_size
 
     def allowed(self, state: int, remaining: int, *, allow_empty: bool = False) -> np.ndarray:
         """Token ids (int64) allowed at `state` with `remaining` positions left, this one included."""

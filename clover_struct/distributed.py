@@ -46,27 +46,31 @@ def shared_model(source=None, device=None):
         return _MODELS[key]
 
 
-def decode_batch(texts: list, schema, model, batch_size: int) -> list:
-    """api.extract_many over one batch; should it fail as a whole (it isolates records itself),
-    each text is decoded alone, so the failure stays with its record. Mistakes of the setup
-    (UsageError, SchemaError, CheckpointError) are raised: every record would fail alike."""
+def decode_batch(texts: list, schema, model, batch_size: int) -> list[tuple]:
+    """api.extract_many over one batch, (value or error, Trace) per text; should it fail as a
+    whole (it isolates records itself), each text is decoded alone, so the failure stays with
+    its record. Mistakes of the setup (UsageError, SchemaError, CheckpointError) are raised:
+    every record would fail alike."""
     from .api import extract_many, internal_failure
+    from .rows import Trace
 
     try:
-        return extract_many(texts, schema, model=model, batch_size=batch_size)
+        return extract_many(texts, schema, model=model, batch_size=batch_size, trace=True)
     except (UsageError, SchemaError, CheckpointError):
         raise
     except Exception as e:
         if len(texts) == 1:
-            return [internal_failure("extraction", e)]
+            return [(internal_failure("extraction", e), Trace())]
         return [decode_batch([t], schema, model, 1)[0] for t in texts]
 
 
-def outcome(value) -> tuple:
-    """(record as JSON data, None), or (None, why it failed), for one result of extract_many."""
+def outcome(result: tuple) -> tuple:
+    """(record as JSON data, None, (field, confidence) of its least sure field or None), or
+    (None, why it failed, None), for one (value, trace) of extract_many(trace=True)."""
+    value, trace = result
     if isinstance(value, CloverError):
-        return None, value.reason if isinstance(value, ExtractionError) and value.path == "" else str(value)
-    return (value.model_dump(mode="json") if hasattr(value, "model_dump") else value), None
+        return None, value.reason if isinstance(value, ExtractionError) and value.path == "" else str(value), None
+    return (value.model_dump(mode="json") if hasattr(value, "model_dump") else value), None, trace.lowest
 
 
 def _rebuild(cls, args):
@@ -82,7 +86,8 @@ class Extractor:
     `model`: a model directory, a loaded model, or None for the embedded clover-mini. `device`:
     where a model loaded from a directory goes ("cuda" beside Ray's num_gpus=1). `batch_size`:
     texts decoded jointly. The output is the input batch, of the same kind, plus `record` (the
-    record as a JSON string; None where it failed) and `error` (None, or why the record failed);
+    record as a JSON string; None where it failed), `error` (None, or why the record failed) and
+    `confidence` (the model's confidence in the record's least sure field; None where it failed);
     with `columns=True`, the record's top-level fields are columns of their own instead of `record`.
     """
 
@@ -116,16 +121,17 @@ class Extractor:
         if self.text_field not in names:
             raise UsageError(f"the batch has no column `{self.text_field}` (it has {', '.join(names) or 'none'}); "
                              "name the column of the texts with text_field=")
-        new = (self.fields if self.columns else ["record"]) + ["error"]
+        new = (self.fields if self.columns else ["record"]) + ["error", "confidence"]
         if clash := [c for c in new if c in names and c != self.text_field]:
             raise UsageError(f"the batch already has column(s) {', '.join(clash)}, which the output adds; rename "
                              "or drop them first")
         texts = [str(t) if isinstance(t, str) else t for t in batch[self.text_field]]   # numpy's str_ -> str
         pairs = [outcome(v) for v in decode_batch(texts, self.schema, self.model, self.batch_size)] if texts else []
-        records = [r for r, _ in pairs]
+        records = [r for r, _, _ in pairs]
         columns = {f: [None if r is None else r.get(f) for r in records] for f in self.fields} if self.columns \
             else {"record": [None if r is None else json.dumps(r, ensure_ascii=False) for r in records]}
-        columns["error"] = [why for _, why in pairs]
+        columns["error"] = [why for _, why, _ in pairs]
+        columns["confidence"] = [low and low[1] for _, _, low in pairs]
         if frame:   # object columns: None stays None (pandas' string dtype would make it NaN)
             import pandas as pd
 

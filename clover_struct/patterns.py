@@ -80,6 +80,9 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
         content, size = formats[fmt]
         length = None
     else:
+        if pattern is not None and not regular(pattern):   # the automaton holds a looser one; the check the rest
+            checks.append(("pattern", pattern))
+            pattern = loosened(pattern)
         content = content_pattern(pattern, path) if pattern is not None else CHAR + "*"
         size, length = hi or max(default_tokens, lo), (lo, hi) if lo or hi is not None else None
         if pattern is not None and (width := plain_width(pattern)) is not None:
@@ -175,6 +178,65 @@ def _plain(tree) -> bool:
         if not good:
             return False
     return True
+
+
+def regular(pattern: str) -> bool:
+    """Whether a token automaton can hold `pattern`: no look-around, back-reference or word
+    boundary, and anchors only at its two ends. (An unparsable one is left to the compile, which
+    names it.)"""
+    try:
+        tree = _sre.parse(pattern)
+    except re.error:
+        return True
+    ends = {0: _sre.AT_BEGINNING, len(tree) - 1: _sre.AT_END}
+    items = [(tree, k, op, av) for k, (op, av) in enumerate(tree)]
+    while items:
+        top, k, op, av = items.pop()
+        if op in (_sre.ASSERT, _sre.ASSERT_NOT, _sre.GROUPREF, _sre.GROUPREF_EXISTS):
+            return False
+        if op is _sre.AT and not (top is tree and ends.get(k) is av):
+            return False
+        subs = [av[-1]] if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.SUBPATTERN) else \
+            av[1] if op is _sre.BRANCH else []
+        items += [(sub, j, o, a) for sub in subs for j, (o, a) in enumerate(sub)]
+    return True
+
+
+def loosened(pattern: str) -> str:
+    """`pattern` less what no automaton holds, so it matches at least what `pattern` does:
+    look-arounds and word boundaries dropped, a back-reference as `.*`, anchors kept only at
+    the two ends of a pattern with no alternation at its top."""
+    try:
+        branched = any(op is _sre.BRANCH for op, _ in _sre.parse(pattern))
+    except re.error:
+        return pattern
+    out, depth, look, k = [], 0, [], 0   # look: depths of the look-arounds being dropped
+    while k < len(pattern):
+        c, step = pattern[k], 2 if pattern[k] == "\\" else 1
+        if c == "[":   # a character class, whole
+            step = 1 + (pattern[k + 1:k + 2] == "^")
+            step += pattern[k + step:k + step + 1] == "]"
+            while k + step < len(pattern) and pattern[k + step] != "]":
+                step += 2 if pattern[k + step] == "\\" else 1
+            step += 1
+        piece = pattern[k:k + step]
+        if c == "(":
+            depth += 1
+            if re.match(r"\(\?<?[=!]", pattern[k:]):
+                look.append(depth)
+        elif c == ")":
+            if look and look[-1] == depth:
+                look.pop()
+                piece = ""
+            depth -= 1
+        elif piece in ("\\b", "\\B") or c in "^$" and (branched or 0 < k < len(pattern) - 1):
+            piece = ""
+        elif c == "\\" and piece[1:].isdigit():
+            piece = ".*"
+        if not look:
+            out.append(piece)
+        k += step
+    return "".join(out)
 
 
 _COUNTED = re.compile(r"\{(\d+),(\d+)\}")

@@ -2,12 +2,15 @@
 
 A value that fails a check no regular expression expresses (numeric bounds, a calendar
 date, a pydantic validator) is replaced by the slot's next-best complete value the model
-ranked (`alternatives`, over the top tokens the decoder remembered per position), then by
-the nearest valid value (for a JSON Schema's whole value, then the emptiest value of a type); a check across fields (a model validator, a JSON Schema's rule on
-an object or a list) by the single change the model finds least unlikely (for a JSON Schema,
-leaving out an optional part is one: a key, a list item, a map entry), as is a JSON Schema's
-value no fallback mends; a list's repeated optional items are dropped for uniqueItems.
-Knows nothing of models or torch: a Decoded in, a value out.
+ranked (`alternatives`, over the top tokens the decoder remembered per position; a greedy
+completion where that search runs out), then by the nearest valid value, and for a JSON
+Schema's whole value by the emptiest value of a type; a value breaking a pattern the layout
+could not place (then/else, allOf) is searched again among the values matching it. A check
+across fields (a model validator, a JSON Schema's rule on an object or a list) is met by the
+single change the model finds least unlikely (for a JSON Schema, leaving out an optional part
+is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; a
+list's repeated optional items are dropped for uniqueItems. Knows nothing of models or torch:
+a Decoded in, a value out.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from __future__ import annotations
 import heapq
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 from .decoder import Decoded
-from .errors import ExtractionError
+from .errors import ExtractionError, SchemaError
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
@@ -60,9 +64,12 @@ def _nearest(slot, value):
 
 
 def _fallbacks(d: Decoded, i):
-    """Next-best complete values of slot i: the model's, then the nearest valid one; for a JSON
-    Schema's whole value (a union, any value), last the plainest values of each JSON type."""
+    """Next-best complete values of slot i: the model's (searched best first, then completed
+    greedily), then the nearest valid one; for a JSON Schema's whole value (a union, any value),
+    last the plainest values of each JSON type."""
     yield from (ids for _, ids in alternatives(d, i))
+    if (ids := _greedy(d, i)) is not None:
+        yield ids
     canvas, s = d.canvas, d.canvas.slots[i]
     try:
         nearest = [_nearest(s, s.value(canvas.slot_text(d.ids, i)))]
@@ -101,7 +108,8 @@ def finish(d: Decoded) -> Any:
             error = e
             if i not in tried and canvas.slots[i].kind != "choice":
                 tried.add(i)
-                if (trial := _mended(d, i)) is not None:
+                narrow = _narrowed(d, i, e.rule) if getattr(e, "keyword", None) == "pattern" else None
+                if (trial := _mended(narrow or d, i)) is not None:
                     d.ids = trial
                     continue
                 error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
@@ -109,6 +117,24 @@ def finish(d: Decoded) -> Any:
                 return _repair_record(d, error)
             raise error
     raise ExtractionError("", "could not produce a valid record")
+
+
+def _greedy(d: Decoded, i) -> list[int] | None:
+    """Slot i's value written token by token, each the model's best-ranked token there that
+    keeps a value reachable, else the one nearest an end: a value the automaton accepts where the
+    search of `alternatives` runs out (a long value made of tokens the model never ranked)."""
+    s, a, pad = d.canvas.slots[i], d.automata[i], d.canvas.pad_id
+    if s.kind == "choice":
+        return None
+    seq, state = [], a.initial
+    while len(seq) < s.budget and (not seq or seq[-1] != pad):
+        allowed = a.allowed(state, s.budget - len(seq))
+        if not len(allowed):
+            return None
+        ranked, _ = _scores(d, s.start + len(seq))
+        seq.append(max((t for t in allowed.tolist() if t in ranked), key=ranked.get, default=int(allowed[0])))
+        state = a.next(state, seq[-1])
+    return seq + [pad] * (s.budget - len(seq))
 
 
 def _mended(d: Decoded, i) -> list[int] | None:
@@ -125,6 +151,26 @@ def _mended(d: Decoded, i) -> list[int] | None:
                 continue   # still this field; another field's failure is the next round's
         return trial
     return None
+
+
+def _narrowed(d: Decoded, i, pattern) -> Decoded | None:
+    """`d` with slot i's automaton narrowed to the values that match `pattern` too (a rule the
+    layout could not place on the slot: a then/else or allOf pattern), so that its fallbacks are
+    searched among those; None where that cannot be (not a plain string slot, a pattern no
+    automaton holds)."""
+    from .constraints import SlotAutomaton, compile_slot
+    from .patterns import content_pattern, regular
+
+    s, auto = d.canvas.slots[i], d.automata[i]
+    if not (isinstance(auto, SlotAutomaton) and s.json_kind == "string" and not s.verbatim and s.also is None
+            and isinstance(pattern, str) and regular(pattern)):
+        return None
+    try:
+        auto = compile_slot(replace(s, also=content_pattern(pattern, s.path)), d.canvas.tokenizer,
+                            vocab_size=auto.vocab_size, pad_id=d.canvas.pad_id, mask_id=d.canvas.mask_id)
+    except SchemaError:
+        return None
+    return replace(d, automata=[*d.automata[:i], auto, *d.automata[i + 1:]])
 
 
 def _emptied(canvas, ids, group) -> list[int]:

@@ -34,6 +34,11 @@ class Trace:
     constraint_seconds: float = 0.0
 
     @property
+    def lowest(self) -> tuple[str, float] | None:
+        """(field, confidence) of the field the model was least sure of; None if none was decoded."""
+        return min(self.confidence.items(), key=lambda item: item[1], default=None)
+
+    @property
     def tokens_per_forward(self) -> float:
         return self.tokens_committed / max(self.steps, 1)
 

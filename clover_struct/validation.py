@@ -16,15 +16,16 @@ from .errors import ExtractionError, SchemaError
 
 
 class SchemaRejects(ExtractionError):
-    """The final check's refusal; `keyword` is the JSON Schema keyword that failed (repair.py
-    answers some by keyword: a list's repeated items for uniqueItems)."""
+    """The final check's refusal; `keyword` is the JSON Schema keyword that failed and `rule`
+    its value (repair.py answers some by keyword: a list's repeated items for uniqueItems, a
+    value searched again under a pattern the layout could not place for pattern)."""
 
-    def __init__(self, path: str, reason: str, keyword: str = ""):
+    def __init__(self, path: str, reason: str, keyword: str = "", rule: Any = None):
         super().__init__(path, reason)
-        self.keyword = keyword
+        self.keyword, self.rule = keyword, rule
 
     def __reduce__(self):
-        return type(self), (self.path, self.reason, self.keyword)
+        return type(self), (self.path, self.reason, self.keyword, self.rule)
 
 
 def path_of(parts) -> str:
@@ -48,5 +49,5 @@ def checker(schema) -> Callable[[Any], None]:
         error = best_match(validator.iter_errors(data))
         if error is not None:
             raise SchemaRejects(path_of(error.absolute_path), f"the schema rejects the value: {error.message}",
-                                error.validator)
+                                error.validator, error.validator_value)
     return check

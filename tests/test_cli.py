@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -87,6 +88,26 @@ def test_bad_records_go_to_the_errors_file_and_the_good_ones_are_written(tmp_pat
         assert word in errors[source], (source, errors[source])
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "5 succeeded, 8 failed" in err[0] and "zones.errors.jsonl" in err[0]
+
+
+def test_each_record_carries_its_confidence_and_min_confidence_sets_the_unsure_aside(tmp_path, model_dir,
+                                                                                     schema_file):
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text("".join(json.dumps({"text": f"zone number {i}"}) + "\n" for i in range(4)))
+    common = ["extract", feed, "--schema", schema_file, "--model", model_dir, "--quiet"]
+    assert run(*common, "-o", tmp_path / "all.jsonl") == 0
+    kept = lines(tmp_path / "all.jsonl")
+    cuts = sorted(r["confidence"] for r in kept)
+    assert len(kept) == 4 and all(0 < c <= 1 for c in cuts)
+    assert run(*common, "-o", tmp_path / "sure.jsonl", "--min-confidence", cuts[2]) == 1
+    assert [r["source"] for r in lines(tmp_path / "sure.jsonl")] == [r["source"] for r in kept
+                                                                     if r["confidence"] >= cuts[2]]
+    unsure = lines(tmp_path / "sure.errors.jsonl")   # the record kept beside the reason
+    assert [{k: r[k] for k in ("source", "record", "confidence")} for r in unsure] == \
+        [r for r in kept if r["confidence"] < cuts[2]]
+    assert all(re.search(r"confidence in field `(name|kind)` is 0\.\d{3}, below --min-confidence", r["error"])
+               for r in unsure)
+    assert run(*common, "--min-confidence", 2) == 2
 
 
 def test_stdout_json_summary_and_a_pydantic_class(tmp_path, model_dir, monkeypatch, capsys):
@@ -243,9 +264,11 @@ def test_inputs_are_streamed_and_decoded_a_batch_at_a_time(tmp_path, model_dir, 
 
     calls = []
 
-    def fake(texts, schema, *, model, batch_size):
+    from clover_struct.rows import Trace
+
+    def fake(texts, schema, *, model, batch_size, trace):
         calls.append(list(texts))
-        return [{"name": t[-6:], "kind": "circle"} for t in texts]
+        return [({"name": t[-6:], "kind": "circle"}, Trace()) for t in texts]
     monkeypatch.setattr(clover_struct.api, "extract_many", fake)
     feed = tmp_path / "f.jsonl"
     feed.write_text("".join(json.dumps({"text": f"text {i}"}) + "\n" for i in range(7)))

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from clover_struct.constraints import DEAD, ChoiceSet, SlotAutomaton, compile_canvas, slot_value
 from clover_struct.errors import ExtractionError, SchemaError
+from clover_struct.patterns import loosened, regular
 from clover_struct.schema_walk import build_canvas
 
 
@@ -137,6 +138,20 @@ def test_user_patterns_apply_to_the_unescaped_content(toy_tokenizer):
     assert free.accepts(enc('x\\"y')) and not free.accepts(enc("a,b")) and not free.accepts(enc('a"b'))
     digit = slot_named(c, autos, "some_digit")      # unanchored: a search, as in pydantic
     assert digit.accepts(enc("ab1c")) and not digit.accepts(enc("abc")) and not digit.accepts(enc("ab1cd"))
+
+
+@pytest.mark.parametrize("pattern, loose", [
+    ("^(?!-)[a-z0-9-]{1,8}$", "^[a-z0-9-]{1,8}$"), (r"\b(?:high|low)\b", "(?:high|low)"),
+    ("(?:in$|^out)", "(?:in|out)"), ("^a$|^b$", "a|b"), (r"^(a)-\1$", "^(a)-.*$"), ("[(?!]x", "[(?!]x"),
+    ("^x(?<!y)z$", "^xz$")])
+def test_a_pattern_no_automaton_holds_is_loosened_for_it_and_checked_whole(toy_tokenizer, pattern, loose):
+    assert not regular(pattern) or pattern == loose
+    assert loosened(pattern) == loose
+    for text in ("a", "b", "-ab", "ab-c", "a-a", "xz", "in", "out", "high", "x(z"):   # loosened: never stricter
+        assert not re.search(pattern, text) or re.search(loose, text)
+    schema = {"type": "object", "required": ["v"], "properties": {"v": {"type": "string", "pattern": pattern}}}
+    c = build_canvas(schema, toy_tokenizer)
+    assert [(k.op, k.bound) for k in c.slots[0].checks] == ([("pattern", pattern)] if pattern != loose else [])
 
 
 def test_a_pattern_beside_a_format_holds_both(toy_tokenizer):

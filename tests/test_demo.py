@@ -11,11 +11,12 @@ import torch
 
 from clover_struct.demo import NOTICES_PATH, kind_of, load_notices, main, run
 from clover_struct.demo.airspace import ROUTE
-from clover_struct.airspace.export import geojson
+from clover_struct.airspace.export import ed318, geojson
 from clover_struct.airspace.geometry import check_route, inside, volumes
 from clover_struct.engine.checkpoint import save_model
 from clover_struct.engine.config import preset
 from clover_struct.engine.model import CloverModel
+from clover_struct.errors import UsageError
 from clover_struct.schemas.airspace import NoFlyZone
 
 SFC = "SFC"
@@ -88,6 +89,36 @@ def test_gold_zones_copy_their_notices():
 # -- geometry from gold zones ----------------------------------------------------------------------
 def signed_area(ring):
     return sum(x0 * y1 - x1 * y0 for (x0, y0), (x1, y1) in zip(ring, ring[1:])) / 2
+
+
+def test_ed318_is_a_dataset_the_eurocae_models_read(gold_volumes):
+    from implicitdict import ImplicitDict
+    from uas_standards.eurocae_ed318 import ED318Schema, Point, Polygon, UASZone
+
+    doc = json.loads(json.dumps(ed318(gold_volumes, country="CHN")))
+    ED318Schema.from_dict({**doc, "features": []})   # uas-standards' typed model reads each part (whole, its
+    for feature in doc["features"]:                   # parser takes a union's first member: Point for all)
+        ImplicitDict.parse(feature["properties"], UASZone)
+        ImplicitDict.parse(feature["geometry"], {"Point": Point, "Polygon": Polygon}[feature["geometry"]["type"]])
+    assert len(doc["features"]) == len(GOLD)
+    f = {f["properties"]["identifier"]: f for f in doc["features"]}
+    assert f["notam-1"]["geometry"] == {"type": "Point", "coordinates": [pytest.approx(121.32), pytest.approx(31.06)],
+                                        "extent": {"subType": "Circle", "radius": pytest.approx(1.5 * 1852, abs=0.1)},
+                                        "layer": {"upper": pytest.approx(121.9, abs=0.1), "upperReference": "AGL",
+                                                  "lower": 0.0, "lowerReference": "AGL", "uom": "m"}}
+    notam_3 = f["notam-3"]["geometry"]
+    assert notam_3["type"] == "Polygon" and len(notam_3["coordinates"][0]) == 5
+    assert notam_3["layer"] == {"upper": pytest.approx(1981.2, abs=0.1), "upperReference": "AMSL",   # FL65
+                                "lower": pytest.approx(457.2, abs=0.1), "lowerReference": "AMSL", "uom": "m"}
+    assert "layer" not in f["en-4"]["geometry"]   # no ceiling: ED-318 has no "unlimited"
+    zone = f["notam-4"]["properties"]
+    assert zone["type"] == "PROHIBITED" and zone["country"] == "CHN" and zone["name"][0]["text"] == "A1451/31"
+    assert zone["limitedApplicability"] == [{"startDateTime": "2031-06-10T00:00:00Z", "endDateTime": "2031-06-20T23:59:00Z",
+                                             "schedule": [{"day": ["ANY"], "startTime": "01:00:00Z",
+                                                           "endTime": "03:00:00Z"}]}]
+    assert zone["otherReasonInfo"] == [{"text": "POWERLINE INSPECTION", "lang": "en"}]
+    with pytest.raises(UsageError, match="alpha-3"):
+        ed318(gold_volumes, country="China")
 
 
 def test_geojson_is_rfc7946(gold_volumes):

@@ -52,6 +52,15 @@ def cluster(tmp_path_factory):
     ray.shutdown()
 
 
+def same(got: list[dict], expected: list[dict]) -> bool:
+    """Output lines alike: each line's record and error the same, its confidence to 1e-3 (a
+    worker's threads may sum a float in another order)."""
+    def strip(rows):
+        return [{k: v for k, v in r.items() if k != "confidence"} for r in rows]
+    return strip(got) == strip(expected) and [r.get("confidence") for r in got] == \
+        pytest.approx([r.get("confidence") for r in expected], abs=1e-3)
+
+
 def feed(path, texts=TEXTS, broken=(3,)):
     rows = [json.dumps({"text": t}) if i not in broken else "{broken" for i, t in enumerate(texts)]
     path.write_text("\n".join(rows) + "\n")
@@ -63,22 +72,24 @@ def test_the_extractor_adds_the_record_and_its_error_to_a_batch_of_either_kind(m
     np = pytest.importorskip("numpy")
     ex = Extractor(SCHEMA, model=model_dir, batch_size=4)
     texts = TEXTS[:5] + [""]
-    expected = [outcome(v) for v in extract_many(texts, SCHEMA, model=load_model(model_dir), batch_size=4)]
+    expected = [outcome(v) for v in extract_many(texts, SCHEMA, model=load_model(model_dir), batch_size=4, trace=True)]
     out = ex({"text": np.array(texts), "id": np.arange(6)})
     assert list(out["id"]) == list(range(6))
     got = [(None if r is None else json.loads(r), e) for r, e in zip(out["record"], out["error"])]
-    assert got == expected and got[-1][0] is None and "empty" in got[-1][1]
+    assert got == [(r, e) for r, e, _ in expected] and got[-1][0] is None and "empty" in got[-1][1]
     assert sum(r is not None for r, _ in got) == 5
+    assert list(out["confidence"]) == [low and pytest.approx(low[1]) for _, _, low in expected]
+    assert all(0 < c <= 1 for c in out["confidence"][:5]) and out["confidence"][5] is None
 
     pd = pytest.importorskip("pandas")
     frame = ex(pd.DataFrame({"text": texts}))
-    assert list(frame.columns) == ["text", "record", "error"]
+    assert list(frame.columns) == ["text", "record", "error", "confidence"]
     assert list(frame["record"]) == list(out["record"]) and list(frame["error"]) == list(out["error"])
 
     wide = Extractor(SCHEMA, model=model_dir, batch_size=4, columns=True)(pd.DataFrame({"text": texts}))
-    assert list(wide.columns) == ["text", "name", "kind", "error"]
-    assert [None if r is None else {"name": n, "kind": k} for (r, _), n, k in
-            zip(expected, wide["name"], wide["kind"])] == [r for r, _ in expected]
+    assert list(wide.columns) == ["text", "name", "kind", "error", "confidence"]
+    assert [None if r is None else {"name": n, "kind": k} for (r, _, _), n, k in
+            zip(expected, wide["name"], wide["kind"])] == [r for r, _, _ in expected]
 
 
 def test_the_extractor_pickles_as_its_arguments_and_says_what_a_batch_lacks(model_dir):
@@ -118,14 +129,14 @@ def test_ray_output_equals_the_single_process_output_and_resumes(cluster, tmp_pa
     assert run("extract", f, *common, "-o", tmp_path / "one.jsonl") == 1
     assert run("extract", f, "--ray", "--workers", 2, *common, "-o", tmp_path / "ray.jsonl") == 1
     one, ray_ = lines(tmp_path / "one.jsonl"), lines(tmp_path / "ray.jsonl")
-    assert len(one) == 9 and ray_ == one
+    assert len(one) == 9 and same(ray_, one)
     assert lines(tmp_path / "ray.errors.jsonl") == lines(tmp_path / "one.errors.jsonl") != []
 
     out = tmp_path / "ray.jsonl"   # as if the run had stopped after 4 records: resume writes the rest once
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in one[:4]))
     capsys.readouterr()
     assert run("extract", f, "--ray", *common, "-o", out, "--resume") == 1
-    assert lines(out) == one
+    assert same(lines(out), one)
     assert "9 succeeded, 1 failed" in capsys.readouterr().err
 
     assert run("extract", f, "--ray", "--workers", 3, *common) == 2
@@ -142,7 +153,7 @@ def test_a_worker_killed_mid_run_loses_and_repeats_no_record(cluster, tmp_path, 
     assert cluster.exists()   # a worker did die (and was restarted, its batch retried)
     got = lines(tmp_path / "ray.jsonl")
     assert [r["source"] for r in got] == [f"{f}:{i}" for i in range(1, 11)]
-    assert got == lines(tmp_path / "one.jsonl")
+    assert same(got, lines(tmp_path / "one.jsonl"))
 
 
 @pytest.mark.slow
@@ -153,8 +164,8 @@ def test_the_extractor_under_ray_data_map_batches(cluster, model_dir):
         Extractor, fn_constructor_kwargs={"schema": SCHEMA, "model": model_dir, "batch_size": 4},
         batch_size=4, concurrency=2)
     got = sorted(ds.take_all(), key=lambda r: r["id"])
-    expected = [outcome(v) for v in extract_many([r["text"] for r in rows], SCHEMA, model=load_model(model_dir),
-                                                 batch_size=4)]
+    expected = [outcome(v)[:2] for v in extract_many([r["text"] for r in rows], SCHEMA, model=load_model(model_dir),
+                                                     batch_size=4, trace=True)]
     assert [r["text"] for r in got] == [r["text"] for r in rows]
     assert [(None if r["record"] is None else json.loads(r["record"]), r["error"]) for r in got] == expected
     assert expected[-1][1] is not None and all(e is None for _, e in expected[:-1])
@@ -172,5 +183,5 @@ def test_ray_output_equals_the_single_process_output_on_real_notices(cluster, tm
     assert run("extract", f, "--ray", *common, "-o", tmp_path / "ray.jsonl") in (0, 1)
     rows = lambda name: lines(tmp_path / name) if (tmp_path / name).exists() else []  # noqa: E731
     assert len(rows("one.jsonl") + rows("one.errors.jsonl")) == len(f.read_text(encoding="utf-8").splitlines())
-    assert rows("ray.jsonl") == rows("one.jsonl") != []
-    assert rows("ray.errors.jsonl") == rows("one.errors.jsonl")
+    assert same(rows("ray.jsonl"), rows("one.jsonl")) and rows("one.jsonl")
+    assert same(rows("ray.errors.jsonl"), rows("one.errors.jsonl"))

@@ -123,3 +123,16 @@ def test_a_whole_value_no_ranked_value_mends_falls_back_to_the_emptiest_of_a_typ
     value = finish(d)
     jsonschema.validate(value, schema)
     assert value["name"] == "ab"
+
+
+def test_a_pattern_the_layout_could_not_place_narrows_the_search_for_the_next_value(toy_tokenizer):
+    """then/else patterns are the final check's: a value breaking one is searched again among the
+    values that match it (the slot's automaton times the pattern), greedily where ranks run out."""
+    import jsonschema
+    schema = {"type": "object", "required": ["country", "code"],
+              "properties": {"country": {"enum": ["US", "NL"]}, "code": {"type": "string", "maxLength": 8}},
+              "if": {"properties": {"country": {"const": "US"}}},
+              "then": {"properties": {"code": {"pattern": "^[0-9]{5}$"}}}}
+    value = finish(decoded(toy_tokenizer, schema, {"country": "US", "code": "abc"}))
+    jsonschema.validate(value, schema)
+    assert value["country"] == "US" and len(value["code"]) == 5

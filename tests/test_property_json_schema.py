@@ -3,10 +3,10 @@ value the schema accepts, or a CloverError: nothing else, and never an invalid v
 
 Hypothesis draws JSON Schemas from the features real ones use (the schema issue's list):
 untagged unions (anyOf/oneOf of different types, type lists, int-or-string), maps
-(additionalProperties, patternProperties), open and bounded lists (uniqueItems, contains,
-prefixItems), any value (`{}`, `true`), `$defs` with `$ref` (and a recursive tree), allOf,
-const and enum, formats, conditionals, `not`, required keys the properties do not
-describe, boolean subschemas, and any root (a list, a string, a number). A tiny random
+(additionalProperties, patternProperties, minProperties), open and bounded lists
+(uniqueItems, contains, prefixItems), any value (`{}`, `true`), `$defs` with `$ref` (and a
+recursive tree), allOf, const and enum, formats (and a pattern beside one), a look-ahead
+pattern, conditionals, `not`, required keys the properties do not describe, boolean subschemas, and any root (a list, a string, a number). A tiny random
 Clover model decodes them from random texts. The oracle is the `jsonschema` package with
 format checking: a returned value must validate; a SchemaError or ExtractionError is an
 answer (random weights often cannot satisfy a rule the layout leaves to the final check);
@@ -35,6 +35,8 @@ SCALARS = st.sampled_from([
     {"type": "string", "format": "ipv4"},
     {"type": "string", "format": "uuid"},
     {"type": "string", "format": "hostname"},
+    {"type": "string", "format": "date", "pattern": "^20[0-9]{2}-0"},      # a pattern beside a format
+    {"type": "string", "pattern": "^(?!-)[a-z0-9-]{1,10}$"},           # a look-ahead: loosened, then checked
     {"type": "integer", "minimum": 1, "maximum": 99},
     {"type": "integer", "minimum": 1e12},
     {"type": "number", "exclusiveMinimum": 0, "multipleOf": 0.5},
@@ -86,8 +88,10 @@ def lists(children):
 
 
 def maps(children):
-    return st.builds(lambda v, pattern: {"type": "object", "patternProperties": {"^[a-z]+$": v}}
-                     if pattern else {"type": "object", "additionalProperties": v}, children, st.booleans())
+    return st.builds(lambda v, pattern, least: {"type": "object", "patternProperties": {"^[a-z]+$": v},
+                                                "minProperties": least}
+                     if pattern else {"type": "object", "additionalProperties": v, "minProperties": least},
+                     children, st.booleans(), st.integers(0, 2))
 
 
 VALUES = st.recursive(SCALARS, lambda inner: st.one_of(objects(inner), lists(inner), maps(inner),

@@ -1,4 +1,5 @@
-"""Zones out: GeoJSON (RFC 7946) feature collections of the extracted volumes.
+"""Zones out: GeoJSON (RFC 7946) feature collections of the extracted volumes, and ED-318
+(EUROCAE) UAS geographical zone datasets, the format drone operators' systems read.
 
 Knows nothing of models or decoding: Volumes (geometry.py) in, JSON-ready dicts out.
 """
@@ -11,6 +12,8 @@ from typing import Optional
 from shapely.geometry import Polygon
 from shapely.geometry.polygon import orient
 
+from ..errors import UsageError
+from ..schemas.airspace import daily_windows
 from .geometry import Volume
 
 
@@ -44,3 +47,53 @@ def feature(v: Volume) -> dict:
 
 def geojson(vols: list[Volume]) -> dict:
     return {"type": "FeatureCollection", "features": [feature(v) for v in vols]}
+
+
+ED318_REFS = {"STD": "AMSL"}   # ours -> ED-318's where they differ (it has no pressure reference)
+
+
+def _layer(v: Volume) -> Optional[dict]:
+    """ED-318's vertical layer in metres; None when the zone has no ceiling (ED-318 writes no
+    "unlimited"). A flight level is pressure altitude: written AMSL at its height in the
+    standard atmosphere."""
+    if v.ceiling_m is None:
+        return None
+    return {"upper": round(v.ceiling_m, 1), "upperReference": ED318_REFS.get(v.ceiling_ref, v.ceiling_ref),
+            "lower": round(v.floor_m, 1), "lowerReference": ED318_REFS.get(v.floor_ref, v.floor_ref), "uom": "m"}
+
+
+def _clock(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00Z"
+
+
+def ed318_zone(v: Volume, country: str, lang: str = "en") -> dict:
+    """One volume as an ED-318 feature: a circle as a Point with a Circle extent (radius in
+    metres), any other area as a Polygon; a UASZone of type PROHIBITED whose applicability is
+    the validity and the daily windows, whose reason is the notice's own words."""
+    z = v.zone
+    if z.radius_m is not None:
+        geometry = {"type": "Point", "coordinates": [round(z.center_lon, 7), round(z.center_lat, 7)],
+                    "extent": {"subType": "Circle", "radius": round(z.radius_m, 1)}}
+    else:
+        geometry = {"type": "Polygon", "coordinates": [_ring(v.footprint)]}
+    if (layer := _layer(v)) is not None:
+        geometry["layer"] = layer
+    period = {"startDateTime": _iso(v.valid_from), "endDateTime": _iso(v.valid_to)}
+    if windows := daily_windows(z.schedule):
+        period["schedule"] = [{"day": ["ANY"], "startTime": _clock(a), "endTime": _clock(b)} for a, b in windows]
+    zone = {"identifier": v.id, "country": country, "name": [{"text": z.notam_id or v.id, "lang": lang}],
+            "type": "PROHIBITED", "variant": "COMMON", "zoneAuthority": [{"purpose": "INFORMATION"}],
+            "limitedApplicability": [{k: x for k, x in period.items() if x is not None}]}
+    if z.reason:
+        zone |= {"reason": ["OTHER"], "otherReasonInfo": [{"text": z.reason, "lang": lang}]}
+    return {"type": "Feature", "properties": zone, "geometry": geometry}   # the id is the identifier
+
+
+def ed318(vols: list[Volume], country: str, lang: str = "en") -> dict:
+    """The volumes as an ED-318 dataset (a FeatureCollection of UAS zones). `country`: the ISO
+    3166-1 alpha-3 code of the state the zones lie in (a notice does not say it reliably);
+    `lang`: the language tag of the texts."""
+    if not (isinstance(country, str) and len(country) == 3 and country.isalpha() and country.isupper()):
+        raise UsageError(f"country takes an ISO 3166-1 alpha-3 code such as 'CHN' or 'GBR', not {country!r}")
+    return {"type": "FeatureCollection", "metadata": {"provider": [{"text": "clover-struct", "lang": lang}]},
+            "features": [ed318_zone(v, country, lang) for v in vols]}
