@@ -54,6 +54,20 @@ def groups_of(canvas) -> tuple[tuple[int, ...], ...]:
 
 
 @lru_cache(maxsize=64)
+def previous_items(canvas) -> tuple[tuple[int, ...], ...]:
+    """Per slot of an item_blocks list's item after the first, the slots of the item before it
+    (decoded, a block earlier); empty for every other slot."""
+    out = [()] * len(canvas.slots)
+    for i, chain in enumerate(groups_of(canvas)):
+        for gi in reversed(chain):
+            g = canvas.groups[gi]
+            if g.kind == "item" and g.prev is not None and g.start in canvas.blocks:
+                out[i] = canvas.groups[g.prev].slots
+                break
+    return tuple(out)
+
+
+@lru_cache(maxsize=64)
 def slot_positions(canvas) -> tuple[bool, ...]:
     """Per canvas position, whether a slot holds it (the rest is fixed text)."""
     inside = [False] * len(canvas.ids)
@@ -77,6 +91,7 @@ class Row:
         self.top: dict[int, tuple[list[float], list[int]]] = {}   # position -> alternatives
         self.trace = Trace()
         self.groups_of = groups_of(canvas)
+        self.previous_items = previous_items(canvas)
         for g in canvas.groups:
             if g.required:
                 self.set_present(g.index)
@@ -171,8 +186,19 @@ class Row:
         if self.filled[i] == s.budget:
             self.finish(i, step)
 
+    def follow_previous_item(self, i):
+        """A verbatim slot of an item_blocks item copies from after what the item before copied:
+        its piece starts past the earliest end of each of that item's pieces."""
+        ends = [self.automata[j].copied_to(self.state[j]) for j in self.previous_items[i]
+                if hasattr(self.automata[j], "copied_to")]
+        ends = [e for e in ends if e is not None]
+        if ends:
+            self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i))
+
     def allowed(self, i) -> torch.Tensor:
         """Tokens slot i may take at its next position ([vocab] bool)."""
+        if self.filled[i] == 0 and self.previous_items[i] and hasattr(self.automata[i], "starting_from"):
+            self.follow_previous_item(i)
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)
         if mask.flags.writeable:          # made for this call (a Verbatim slot's): use it as it is

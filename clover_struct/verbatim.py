@@ -97,10 +97,12 @@ def pieces(tokenizer, vocab_size: int) -> Pieces:
 
 
 class Source:
-    """One text, matched against every content: `found(ends)`, the contents that occur at the
-    offsets `ends` (None: at any word edge, where a value may start); `after(ends, c)`, where
-    content c ends when it follows on from `ends`; `may_end(ends)`, whether a piece written so
-    far may end there: something was copied (ends is not None) and a word edge is among them."""
+    """One text, matched against every content. `ends` is either the offsets where the value
+    so far may end (a tuple), or, before its first character, the offset it may start from (an
+    int: any word edge there or later). `found(ends)`: the contents that occur there;
+    `after(ends, c)`: where content c ends when it follows on from `ends`; `may_end(ends)`:
+    whether a piece written so far may end there (something was copied and a word edge is
+    among the offsets)."""
 
     def __init__(self, text: str, pieces: Pieces):
         data = np.frombuffer(json.dumps(" ".join(text.split()), ensure_ascii=False)[1:-1].encode(), np.uint8)
@@ -125,25 +127,34 @@ class Source:
         order = np.lexsort((pos[starting], hit[starting]))   # value starts: by content, then offset
         self._starts = pos[starting][order]
         self._start_cuts = np.searchsorted(hit[starting][order], np.arange(self.width + 1))
-        self._starting = np.unique(hit[starting])
+        order = np.argsort(pos[starting], kind="stable")     # value starts: by offset
+        self._start_at, self._start_hits = pos[starting][order], hit[starting][order]
+        self._starting: dict[int, np.ndarray] = {}
         self._matches = set((pos * self.width + hit).tolist())   # content c at offset p: p * width + c
 
     def found(self, ends) -> np.ndarray:
-        if ends is None:
-            return self._starting
+        if isinstance(ends, int):
+            if ends not in self._starting:
+                self._starting[ends] = np.unique(self._start_hits[np.searchsorted(self._start_at, ends):])
+            return self._starting[ends]
         if len(ends) == 1:
             return self._hits[self._cuts[ends[0]]:self._cuts[ends[0] + 1]]
         return np.concatenate([self._hits[self._cuts[e]:self._cuts[e + 1]] for e in ends])
 
+    def starts(self, offset: int) -> list[int]:
+        """The offsets from `offset` on where a piece may start, in order."""
+        return np.unique(self._start_at[np.searchsorted(self._start_at, offset):]).tolist()
+
     def may_end(self, ends) -> bool:
-        return ends is not None and any(self.edge[e] for e in ends)
+        return not isinstance(ends, int) and any(self.edge[e] for e in ends)
 
     def after(self, ends, c: int) -> tuple[int, ...]:
         if c == self.pieces.EMPTY:
             return ends
         length = int(self.pieces.lengths[c])
-        if ends is None:
-            return tuple((self._starts[self._start_cuts[c]:self._start_cuts[c + 1]] + length).tolist())
+        if isinstance(ends, int):
+            starts = self._starts[self._start_cuts[c]:self._start_cuts[c + 1]]
+            return tuple((starts[np.searchsorted(starts, ends):] + length).tolist())
         return tuple(e + length for e in ends if e * self.width + c in self._matches)
 
 
@@ -155,8 +166,8 @@ class Verbatim:
     """A verbatim slot bound to one text; used by the decoder like the SlotAutomaton it wraps.
 
     State: (automaton state, inside the quotes, ends): `ends` are the text offsets where the
-    value so far may end (None before its first character), or FREE. `allowed_mask` keeps the
-    tokens that carry the copy on; `viable` looks further, for the token a decoder picks:
+    value so far may end (before its first character, the offset it may start from), or FREE.
+    `allowed_mask` keeps the tokens that carry the copy on; `viable` looks further, for the token a decoder picks:
     whether a whole piece the pattern accepts can still follow (a search, so asked of one
     token, not of every allowed one; a model's first choice nearly always passes).
     """
@@ -166,7 +177,7 @@ class Verbatim:
     def __init__(self, inner: SlotAutomaton, source: Source):
         self.inner, self.source, self.pieces = inner, source, source.pieces
         self.slot, self.budget, self.pad_id = inner.slot, inner.budget, inner.pad_id
-        self.initial = (inner.initial, inner.slot.json_kind == "string", None)
+        self.initial = (inner.initial, inner.slot.json_kind == "string", 0)
         self.patterned = inner.slot.pattern not in _FREE_TEXT   # free text needs no look-ahead
         self._tokens: dict = {}
         self._finish: dict = {}
@@ -180,7 +191,7 @@ class Verbatim:
             q, inside, ends = state
             p, src = self.pieces, self.source
             if not inside:     # a nullable string's start: `null` as is, or a quote and a piece
-                toks = [p.unquoted, p.tokens("opened", src.found(None)), p.tokens("opened", [p.EMPTY])]
+                toks = [p.unquoted, p.tokens("opened", src.found(ends)), p.tokens("opened", [p.EMPTY])]
             else:              # content found there; a nullable string's closing quote
                 here = src.found(ends)
                 toks = [p.tokens("body", here)]
@@ -191,8 +202,8 @@ class Verbatim:
             toks = np.concatenate(toks) if len(toks) > 1 else toks[0]
             mask = self.inner.allowed_mask(q, remaining, allow_empty=allow_empty)
             keep = toks[mask[toks]]
-            if mask[self.pad_id] and self._may_stop(inside, ends):
-                keep = np.append(keep, self.pad_id)
+            if mask[self.pad_id] and (allow_empty or self._may_stop(inside, ends)):
+                keep = np.append(keep, self.pad_id)     # an absent group needs no piece
             self._tokens[key] = keep
         return self._tokens[key]
 
@@ -243,6 +254,29 @@ class Verbatim:
         """Whether the value may end here as far as the copy goes: before a nullable string's
         quote (null), once the copy is given up, or where a piece written so far ends."""
         return not inside or ends == FREE or self.source.may_end(ends)
+
+    def starting_from(self, state, offset: int, remaining: int):
+        """A value not begun yet, its copy to start at `offset` of the text or later: a patterned
+        string's at the first piece there that the pattern accepts whole (the next identifier,
+        the next coordinate), free text's anywhere after."""
+        q, inside, ends = state
+        if not isinstance(ends, int):
+            return state
+        offset = max(ends, offset)
+        if self.patterned and inside:
+            for start in self.source.starts(offset):
+                try:
+                    found = self._can_finish((q, inside, (start,)), remaining, [self.SEARCH])
+                except _SearchTooLong:
+                    found = True
+                if found:
+                    return q, inside, (start,)
+        return q, inside, offset
+
+    def copied_to(self, state) -> int | None:
+        """Where the earliest occurrence of the piece copied so far ends; None if none was copied."""
+        ends = state[2]
+        return min(ends) if isinstance(ends, tuple) else None
 
     def release(self, state):
         """The state with the copy given up: the slot goes on under its automaton alone."""

@@ -1,5 +1,6 @@
 """The joint decoder and the extract API, with tiny random models (which know nothing)."""
 
+import re
 from typing import Literal, Optional
 
 import pytest
@@ -168,6 +169,29 @@ def test_verbatim_fields_are_pieces_of_the_text(toy_tokenizer):
             assert got.gate == text.split("gate ")[1][:4]   # the only piece the pattern takes (XQ..9 runs on)
     known = extract(texts[0], Quoted, model=model, known={"who": "Nobody"})
     assert known.who == "Nobody"   # known values are the caller's, not the text's
+
+
+class Stop(BaseModel):
+    gate: str = Field(pattern=r"^[A-Z]{2}[0-9]{2}$", json_schema_extra={"verbatim": True})
+    who: str = Field(max_length=8, json_schema_extra={"verbatim": True})
+
+
+class Route(BaseModel):
+    stops: list[Stop] = Field(min_length=1, max_length=6, json_schema_extra={"item_blocks": True})
+
+
+def test_item_blocks_copy_in_the_order_of_the_text_and_end_with_it(toy_tokenizer):
+    """The first item's piece is the model's pick; each later item's patterned piece is the next
+    one after what the item before copied, and the list ends where the text has no further
+    piece, well before its cap of 6."""
+    texts = ["board at AB12 then Ann goes to CD34, Bo to EF56.", "XY99 only", "from QQ10 to RR20"]
+    for seed in range(4):
+        model = tiny_model(toy_tokenizer, seed=seed, std=0.5)
+        for text, got in zip(texts, extract_many(texts, Route, model=model)):
+            gates = re.findall(r"[A-Z]{2}[0-9]{2}", text)
+            first = gates.index(got.stops[0].gate)
+            assert [s.gate for s in got.stops] == gates[first:first + len(got.stops)], (seed, text, got)
+            assert all(s.who in text for s in got.stops)
 
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
