@@ -30,8 +30,9 @@ positions hold pad.
 Blocks. A canvas is one denoising block, except that a list marked `item_blocks`
 (json_schema_extra={"item_blocks": True} on its Field) starts a block at each of its
 items after the first (what follows the list joins the last): its items are then
-decoded one after the other, each seeing the ones before as history (`Canvas.blocks`),
-so the slots of item k can find their place in the text after what item k-1 copied.
+decoded one after the other, each seeing the ones before as history (`Canvas.blocks`).
+Their verbatim slots copy in the order of the text: each starts after what the item
+before copied and after the verbatim slots before it in its own item (rows.copied_after).
 Plain data: knows nothing of torch, of models, or of token automata (that is
 constraints.py); the tokenizer only encodes fixed text and choices, and reads
 token bytes back. The JSON Schema walk that builds a canvas is schema_walk.py

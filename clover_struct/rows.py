@@ -54,16 +54,20 @@ def groups_of(canvas) -> tuple[tuple[int, ...], ...]:
 
 
 @lru_cache(maxsize=64)
-def previous_items(canvas) -> tuple[tuple[int, ...], ...]:
-    """Per slot of an item_blocks list's item after the first, the slots of the item before it
-    (decoded, a block earlier); empty for every other slot."""
+def copied_after(canvas) -> tuple[tuple[int, ...], ...]:
+    """Per verbatim slot of an item_blocks list's item: the verbatim slots whose copies its own
+    follows in the text (those of the item before, decoded a block earlier, and those before it
+    in its own item, which it waits for); empty for every other slot."""
+    ordered = {g.index for g in canvas.groups if g.kind == "item" and g.start in canvas.blocks}
+    ordered |= {canvas.groups[gi].prev for gi in ordered} - {None}     # each list's first item too
+    copies = {i for i, s in enumerate(canvas.slots) if s.verbatim}
     out = [()] * len(canvas.slots)
     for i, chain in enumerate(groups_of(canvas)):
-        for gi in reversed(chain):
-            g = canvas.groups[gi]
-            if g.kind == "item" and g.prev is not None and g.start in canvas.blocks:
-                out[i] = canvas.groups[g.prev].slots
-                break
+        item = next((gi for gi in reversed(chain) if gi in ordered), None)
+        if i in copies and item is not None:
+            g = canvas.groups[item]
+            before = canvas.groups[g.prev].slots if g.prev is not None else ()
+            out[i] = tuple(j for j in before + g.slots if j in copies and j < i)
     return tuple(out)
 
 
@@ -91,7 +95,9 @@ class Row:
         self.top: dict[int, tuple[list[float], list[int]]] = {}   # position -> alternatives
         self.trace = Trace()
         self.groups_of = groups_of(canvas)
-        self.previous_items = previous_items(canvas)
+        bound = [hasattr(a, "copied_to") for a in automata]        # verbatim slots bound to a text
+        self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
+                             for i, after in enumerate(copied_after(canvas))]
         for g in canvas.groups:
             if g.required:
                 self.set_present(g.index)
@@ -131,9 +137,11 @@ class Row:
 
     # ---- slots ----
     def next_slots(self, block_start, block_end) -> list[int]:
-        """Unfinished slots whose next position lies in the block, in canvas order."""
+        """Unfinished slots whose next position lies in the block, in canvas order; a slot that
+        copies after others waits until they are done."""
         return [i for i, s in enumerate(self.canvas.slots)
-                if not self.done[i] and block_start <= s.start + self.filled[i] < block_end]
+                if not self.done[i] and block_start <= s.start + self.filled[i] < block_end
+                and all(self.done[j] for j in self.copied_after[i])]
 
     def wanted(self, block_start, block_end) -> list[int]:
         """Canvas positions whose log-probs this step may read: every not yet written position
@@ -186,19 +194,20 @@ class Row:
         if self.filled[i] == s.budget:
             self.finish(i, step)
 
-    def follow_previous_item(self, i):
-        """A verbatim slot of an item_blocks item copies from after what the item before copied:
-        its piece starts past the earliest end of each of that item's pieces."""
-        ends = [self.automata[j].copied_to(self.state[j]) for j in self.previous_items[i]
-                if hasattr(self.automata[j], "copied_to")]
+    def copy_after(self, i):
+        """A verbatim slot of an item_blocks item copies from after the pieces it follows (past the
+        earliest end of each); where nothing follows them, an item that may be absent is absent,
+        and a slot that must be written copies from anywhere."""
+        ends = [self.automata[j].copied_to(self.state[j]) for j in self.copied_after[i]]
         ends = [e for e in ends if e is not None]
         if ends:
-            self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i))
+            self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i),
+                                                           or_anywhere=self.may_be_absent(i) is None)
 
     def allowed(self, i) -> torch.Tensor:
         """Tokens slot i may take at its next position ([vocab] bool)."""
-        if self.filled[i] == 0 and self.previous_items[i] and hasattr(self.automata[i], "starting_from"):
-            self.follow_previous_item(i)
+        if self.filled[i] == 0 and self.copied_after[i]:
+            self.copy_after(i)
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)
         if mask.flags.writeable:          # made for this call (a Verbatim slot's): use it as it is

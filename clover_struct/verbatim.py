@@ -255,23 +255,25 @@ class Verbatim:
         quote (null), once the copy is given up, or where a piece written so far ends."""
         return not inside or ends == FREE or self.source.may_end(ends)
 
-    def starting_from(self, state, offset: int, remaining: int):
+    def starting_from(self, state, offset: int, remaining: int, *, or_anywhere: bool = False):
         """A value not begun yet, its copy to start at `offset` of the text or later: a patterned
         string's at the first piece there that the pattern accepts whole (the next identifier,
-        the next coordinate), free text's anywhere after."""
+        the next coordinate), free text's anywhere after. Where no piece follows, the copy may
+        not start (an item that may be absent then is), or, `or_anywhere`, starts anywhere."""
         q, inside, ends = state
         if not isinstance(ends, int):
             return state
         offset = max(ends, offset)
-        if self.patterned and inside:
-            for start in self.source.starts(offset):
-                try:
-                    found = self._can_finish((q, inside, (start,)), remaining, [self.SEARCH])
-                except _SearchTooLong:
-                    found = True
-                if found:
-                    return q, inside, (start,)
-        return q, inside, offset
+        if not (self.patterned and inside):
+            return (q, inside, offset) if len(self.source.found(offset)) or not or_anywhere else state
+        for start in self.source.starts(offset):
+            try:
+                found = self._can_finish((q, inside, (start,)), remaining, [self.SEARCH])
+            except _SearchTooLong:
+                found = True
+            if found:
+                return q, inside, (start,)
+        return state if or_anywhere else (q, inside, len(self.source.edge))
 
     def copied_to(self, state) -> int | None:
         """Where the earliest occurrence of the piece copied so far ends; None if none was copied."""
