@@ -22,7 +22,7 @@ text, geometry included, which the schemas' rule (arithmetic is code's) does not
 rules): over ../shared/data/zones-dev.jsonl, "real_zones": {"valid_rate", "iou90" (share of
 notices whose footprint reaches IoU 0.9 with the labelled zone), "iou_mean", "floor",
 "ceiling", "valid_from", "valid_to", "uas_only", "field_em" (their mean), "by_shape",
-"errors"}; over the dev NOTAMs that define no zone and seeded garbage text, "negatives":
+"errors", "confidence" (the record confidence that best splits right records from wrong)}; over the dev NOTAMs that define no zone and seeded garbage text, "negatives":
 {"notams_no_zone", "with_position_no_zone", "garbage_no_zone", "garbage_by_kind", counts}.
 Both take at most --n notices (spread over the file; 20 with --quick) and are skipped, with a
 line on stderr, when their file is absent.
@@ -258,6 +258,9 @@ def main(argv=None) -> int:
         fields = ", ".join(f"{k} {z[k]:.3f}" for k in FIELDS)
         print(f"real_zones ({z['n']}): valid {z['valid_rate']:.3f}, footprints at IoU>=0.9 {z['iou90']:.3f} "
               f"(mean IoU {z['iou_mean']:.3f}; {shapes}); field EM {z['field_em']:.3f} ({fields})")
+        if c := z.get("confidence"):
+            print(f"real_zones confidence: at {c['threshold']:.4f} keeps {c['right_kept']:.3f} of {c['n_right']} "
+                  f"right records and sets aside {c['wrong_set_aside']:.3f} of {c['n_wrong']} wrong ones")
     if g := report.get("negatives"):
         print(f"negatives: no zone on {g['notams_no_zone']:.3f} of {g['n_notams']} dev NOTAMs that define none "
               f"({g['with_position_no_zone']:.3f} of the {g['n_with_position']} obstacles at a position), "

@@ -127,19 +127,36 @@ def error_kind(error: ExtractionError) -> str:
     return re.sub(r"\d+(?:\.\d+)?", "#", f"{error.path}: {error.reason}")[:120]
 
 
+def confidence_threshold(records: list[tuple[float, bool]]) -> dict | None:
+    """The record confidence (its least sure field's, Trace.lowest) that best separates right
+    records from wrong ones: the cut keeping the most right ones and setting aside the most
+    wrong ones (their shares summed); with the shares it gives. None without both kinds."""
+    right = sorted(c for c, ok in records if ok)
+    wrong = sorted(c for c, ok in records if not ok)
+    if not right or not wrong:
+        return None
+    def shares(t):
+        return sum(c >= t for c in right) / len(right), sum(c < t for c in wrong) / len(wrong)
+    best = max(sorted(set(right)), key=lambda t: (sum(shares(t)), -t))
+    kept, set_aside = shares(best)
+    return {"threshold": round(best, 4), "right_kept": kept, "wrong_set_aside": set_aside,
+            "n_right": len(right), "n_wrong": len(wrong)}
+
+
 def score_real_zones(model, limit: int | None = None, path: Path = ZONES_DEV) -> dict | None:
     """valid_rate, iou90 (share of all notices whose footprint reaches IOU_RIGHT), mean IoU,
     each field's exact match and their mean (field_em), all over every notice (a failed one
-    scores 0 and matches nothing); valid and iou90 per labelled shape; the commonest errors.
-    None when the file is absent."""
+    scores 0 and matches nothing); valid and iou90 per labelled shape; the commonest errors;
+    the confidence threshold that separates valid records right in every respect (footprint
+    and fields) from the others. None when the file is absent."""
     if not path.is_file():
         return None
     rows = spread(read_jsonl(path), limit)
-    preds = extract_many([r["text"] for r in rows], NoFlyZone, model=model, batch_size=16)
+    preds = extract_many([r["text"] for r in rows], NoFlyZone, model=model, batch_size=16, trace=True)
     per_shape: dict[str, Counter] = {}
     fields, errors = Counter(), Counter()
-    ious = []
-    for row, pred in zip(rows, preds):
+    ious, judged = [], []
+    for row, (pred, trace) in zip(rows, preds):
         zone = row["zone"]
         tally = per_shape.setdefault(zone["shape"], Counter())
         tally["n"] += 1
@@ -150,7 +167,10 @@ def score_real_zones(model, limit: int | None = None, path: Path = ZONES_DEV) ->
         ious.append(iou(pred.footprint(), labelled_footprint(zone)))
         tally["valid"] += 1
         tally["iou90"] += ious[-1] >= IOU_RIGHT
-        fields.update(k for k, ok in field_hits(pred, zone).items() if ok)
+        hits = field_hits(pred, zone)
+        fields.update(k for k, ok in hits.items() if ok)
+        if trace.lowest is not None:
+            judged.append((trace.lowest[1], ious[-1] >= IOU_RIGHT and all(hits.values())))
     n = len(rows)
     rates = {k: fields[k] / n for k in FIELDS}
     return {"n": n, "valid_rate": sum(t["valid"] for t in per_shape.values()) / n,
@@ -158,7 +178,7 @@ def score_real_zones(model, limit: int | None = None, path: Path = ZONES_DEV) ->
             **rates, "field_em": sum(rates.values()) / len(rates),
             "by_shape": {s: {"n": t["n"], "valid_rate": t["valid"] / t["n"], "iou90": t["iou90"] / t["n"]}
                          for s, t in sorted(per_shape.items())},
-            "errors": dict(errors.most_common(6))}
+            "errors": dict(errors.most_common(6)), "confidence": confidence_threshold(judged)}
 
 
 # -- negatives -------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 from shapely.geometry import Polygon
 
 from clover_struct import ExtractionError
+from clover_struct.decoder import Trace
 from clover_struct.airspace.geometry import distance_m
 from clover_struct.schemas import NoFlyZone
 from clover_struct.schemas.units import EARTH_RADIUS_M
@@ -153,15 +154,17 @@ def test_real_zones_tally_valid_footprints_fields_and_errors(tmp_path, monkeypat
                                                  {"text": "c", "zone": LABEL}])
     failed = ExtractionError("area.polygon.vertices", "Value error, an area needs at least 3 distinct vertices")
     elsewhere = zone(kind="circle", center={"lat": "100000N", "lon": "0200000E"}, radius="1NM")
-    monkeypatch.setattr(ze, "extract_many", lambda texts, *a, **k: [zone(), failed, elsewhere])
+    sure = [Trace(confidence={"area.radius": c}) for c in (0.9, 0.5, 0.4)]
+    monkeypatch.setattr(ze, "extract_many", lambda texts, *a, **k: list(zip([zone(), failed, elsewhere], sure)))
     r = ze.score_real_zones(None, path=path)
     assert r["n"] == 3 and r["valid_rate"] == pytest.approx(2 / 3) and r["iou90"] == pytest.approx(1 / 3)
     assert r["floor"] == pytest.approx(2 / 3) and r["field_em"] == pytest.approx(2 / 3)
     assert r["by_shape"] == {"circle": {"n": 2, "valid_rate": 1.0, "iou90": 0.5},
                              "polygon": {"n": 1, "valid_rate": 0.0, "iou90": 0.0}}
     assert r["errors"] == {"area.polygon.vertices: Value error, an area needs at least # distinct vertices": 1}
+    assert r["confidence"] == {"threshold": 0.9, "right_kept": 1.0, "wrong_set_aside": 1.0, "n_right": 1, "n_wrong": 1}
     assert ze.score_real_zones(None, path=tmp_path / "absent.jsonl") is None
-    monkeypatch.setattr(ze, "extract_many", lambda texts, *a, **k: [NoFlyZone(uas_only=False)] * 3)
+    monkeypatch.setattr(ze, "extract_many", lambda texts, *a, **k: [(NoFlyZone(uas_only=False), Trace())] * 3)
     none = ze.score_real_zones(None, path=path)   # "no zone" on zone notices: no valid zone, IoU 0
     assert none["valid_rate"] == 0.0 and none["iou_mean"] == 0.0 and none["errors"] == {"area: no zone": 3}
 
@@ -197,3 +200,11 @@ def test_real_sets_without_their_files_are_skipped_with_a_message(tmp_path, monk
     out, err = capsys.readouterr()
     assert json.loads(out.splitlines()[-1]) == {"real_zones": None, "negatives": None}
     assert "real_zones: skipped" in err and "negatives: skipped" in err and "zones-dev.jsonl not found" in err
+
+
+def test_the_confidence_threshold_is_the_cut_that_best_splits_right_from_wrong():
+    records = [(0.99, True), (0.95, True), (0.9, True), (0.6, True), (0.7, False), (0.5, False), (0.4, False)]
+    got = ze.confidence_threshold(records)
+    # at 0.9: 3 of 4 right kept, 3 of 3 wrong set aside (sum 1.75); at 0.6 every right one but 2 of 3 wrong
+    assert got == {"threshold": 0.9, "right_kept": 0.75, "wrong_set_aside": 1.0, "n_right": 4, "n_wrong": 3}
+    assert ze.confidence_threshold([(0.9, True)]) is None
