@@ -193,10 +193,24 @@ def _limitations(evaluation: dict) -> list[str]:
     if real := evaluation.get("real_dev"):
         lines[0] += (f"Real notices are scored here only for the NOTAM Q-line fields, location and validity ({real['n']} "
                      f"real dev notices, {_rate(real['qline_location_validity_em'])} field exact match); its scores on "
-                     "real notices outside those fields, and on real drone notices and dispatch messages, are not "
-                     "established by this card.")
+                     "real notices outside those fields and no-fly zones, and on real drone notices and dispatch "
+                     "messages, are not established by this card.")
     else:
         lines[0] += "No real notice is scored here: its scores on real notices are not established by this card."
+    if r := evaluation.get("real_zones"):
+        shapes = ", ".join(f"{s}s {v['iou90']:.3f} of {v['n']}" for s, v in r["by_shape"].items())
+        lines.append(f"- Real no-fly-zone notices (`real_zones`, {r['n']} hand-checked): footprints at IoU >= 0.9 "
+                     f"{r['iou90']:.3f} ({shapes}), a valid zone from {r['valid_rate']:.3f}, limits, validity and "
+                     f"uas_only {r['field_em']:.3f} exact match.")
+    if g := evaluation.get("negatives"):
+        lines.append(f"- Text that defines no zone (`negatives`): no zone on {g['notams_no_zone']:.3f} of "
+                     f"{g['n_notams']} dev NOTAMs that define none and on {g['garbage_no_zone']:.3f} of "
+                     f"{g['n_garbage']} garbage texts.")
+    if c := (evaluation.get("real_zones") or {}).get("confidence"):
+        lines.append(f"- Confidence: setting aside the records whose least sure field is below {c['threshold']:g} "
+                     f"(`trace.lowest`; `clover-struct extract --min-confidence {c['threshold']:g}`) sets aside "
+                     f"{c['wrong_set_aside']:.3f} of the {c['n_wrong']} real-zone records wrong in some respect and "
+                     f"keeps {c['right_kept']:.3f} of the {c['n_right']} right ones.")
     if z := evaluation.get("zones"):
         weakest = "; weakest fields " + ", ".join(f"{f} {v}" for f, v in _weakest(z, 3)) if z.get("per_field") else ""
         lines.append(f"- No-fly-zone notices (`zones`): field exact match {_rate(z['field_em'])}, a whole record "
