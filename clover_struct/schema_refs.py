@@ -25,6 +25,7 @@ from .errors import SchemaError
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the second is the final check's)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
@@ -238,18 +239,20 @@ def merge(a: dict, b: dict, path: str) -> dict:
             both = kinds(out[key]) & kinds(value) | ({"integer"} if "number" in kinds(out[key]) | kinds(value)
                                                      and "integer" in kinds(out[key]) | kinds(value) else set())
             if not both:
-                raise SchemaError(path, f"allOf asks for a {out[key]} and a {value} at once: no value is both; "
+                raise Unsatisfiable(path, f"allOf asks for a {out[key]} and a {value} at once: no value is both; "
                                         "fix the conflicting types")
             out[key] = sorted(both) if len(both) > 1 else both.pop()
         elif key == "enum":
             keep = [v for v in out[key] if v in value]
             if not keep:
-                raise SchemaError(path, f"allOf allows {out[key]} and {value}: no value is in both; fix the enums")
+                raise Unsatisfiable(path, f"allOf allows {out[key]} and {value}: no value is in both; fix the enums")
             out[key] = keep
         elif key in _LOWER and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = max(out[key], value)
         elif key in _UPPER and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = min(out[key], value)
+        elif key == "anyOf" and len(out[key]) * len(value) <= MAX_UNION:   # (a or b) and (c or d): each pair
+            out[key] = [{"allOf": [x, y]} for x in out[key] for y in value]
         elif key in ("items", "additionalProperties") and isinstance(value, dict) and isinstance(out[key], dict):
             out[key] = merge(out[key], value, path)
         elif key == "additionalProperties" and value is False:

@@ -3,6 +3,7 @@
 import datetime
 import enum
 import json
+import re
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pytest
@@ -414,3 +415,17 @@ def test_map_entries_are_written_until_min_properties_is_met(toy_tokenizer):
     c = build_canvas(schema, toy_tokenizer)
     items = [g for g in c.groups if g.kind == "item"]
     assert [g.path for g in items if g.required] == ["{0}", "{1}"]   # name, then the first map's first two
+
+
+def test_a_whole_value_cut_too_deep_to_hold_its_required_keys_leaves_them_out():
+    """Past the nesting cut an object is written empty; one with required keys then has no value,
+    so its list stays empty and an optional property holding it is left out."""
+    from clover_struct.schema_refs import Document
+    from clover_struct.value_regex import ValueRegex
+
+    entry = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    s = {"type": "array", "items": {"type": "object", "properties": {"e": entry, "n": {"type": "integer"},
+                                                                     "xs": {"type": "array", "items": entry}}}}
+    pattern = ValueRegex(Document(s)).slot(s, "")
+    assert re.fullmatch(pattern, '[{"n": 1, "xs": []}]')
+    assert not re.fullmatch(pattern, '[{"e": {}, "n": 1, "xs": []}]') and not re.fullmatch(pattern, '[{"n": 1, "xs": [{}]}]')
