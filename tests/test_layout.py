@@ -370,7 +370,6 @@ def test_a_bounded_plain_pattern_sets_the_budget(toy_tokenizer):
 def test_a_whole_value_regex_stays_small_enough_to_compile(toy_tokenizer):
     """maxItems inside a whole value is left to the final check (a counted repeat of a nested item
     multiplies the token DFA's states), and a slot whose exact regex is past LONGEST takes any value."""
-    import re
 
     from clover_struct.value_regex import ValueRegex
 
