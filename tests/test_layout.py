@@ -370,7 +370,6 @@ def test_a_bounded_plain_pattern_sets_the_budget(toy_tokenizer):
 def test_a_whole_value_regex_stays_small_enough_to_compile(toy_tokenizer):
     """maxItems inside a whole value is left to the final check (a counted repeat of a nested item
     multiplies the token DFA's states), and a slot whose exact regex is past LONGEST takes any value."""
-
     from clover_struct.value_regex import ValueRegex
 
     def slot_pattern(schema):
@@ -388,7 +387,6 @@ def test_a_whole_value_regex_stays_small_enough_to_compile(toy_tokenizer):
 
 
 def test_a_whole_value_slot_keeps_the_deepest_nesting_that_compiles_quickly(toy_tokenizer):
-    import re
     nested = {"type": "object", "properties": {f"k{j}": {"type": "object", "properties": {
         f"n{m}": {"type": "string"} for m in range(12)}} for j in range(12)}}
     v = build_canvas({"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"}, nested]}},
