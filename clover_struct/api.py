@@ -44,7 +44,7 @@ from .decoder import SCHEDULES, Trace, decode
 from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
 from .repair import finish
 from .schema_walk import build_canvas
-from .verbatim import for_text
+from .verbatim import for_text, spans
 
 
 EMBEDDED = Path(__file__).parent / "models" / "clover-mini"
@@ -376,6 +376,7 @@ def decode_jobs(model, canvas, automata, jobs, options, on_step=None):
     for (n, *_), row in zip(ready, rows):
         try:
             value = finish(row)
+            row.trace.spans = spans(row)
         except ExtractionError as e:
             value = e
         except Exception as e:
@@ -426,7 +427,8 @@ def extract(text: str, schema, *, model=None, trace: bool = False, known: dict |
     """One text in, one valid instance of `schema` out (or ExtractionError naming the field).
 
     trace=True returns (value, trace) with forward passes, tokens committed, per-field
-    confidence and the step at which each field settled. known={"path": value} fixes
+    confidence, the step at which each field settled and, per verbatim field, where in `text`
+    its piece stands (`trace.spans[path]`: start and end characters). known={"path": value} fixes
     those fields; the rest is decoded conditioned on them. `options` are extract_many's
     (threshold, temperature, seed, max_tokens, truncate, schedule, use_cache).
     """

@@ -57,6 +57,7 @@ class Decoded:
     # canvas position -> (log-probs, token ids) the model ranked highest there when the
     # position was decided: a choice slot's candidates' tokens, else the top TOP
     top: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)
+    states: list = field(default_factory=list)   # per slot: its automaton's state at the end
 
 
 NOISES = ("mask", "uniform")
@@ -255,7 +256,7 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
                 _commit(rows[n], lp, block_start, block_end, step, schedule, threshold, temperature, generator)
             if on_step is not None:
                 on_step(step, 1 + max(extra.values(), default=0), rows)
-    return [Decoded(r.canvas, r.automata, r.ids, r.trace, r.top) for r in rows]
+    return [Decoded(r.canvas, r.automata, r.ids, r.trace, r.top, r.state) for r in rows]
 
 
 @torch.no_grad()

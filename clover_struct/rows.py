@@ -29,6 +29,8 @@ class Trace:
     confidence: dict[str, float] = field(default_factory=dict)   # per field: mean prob of its tokens
     settled_at: dict[str, int] = field(default_factory=dict)     # per field: step at which it finished
     tokens_per_step: list[int] = field(default_factory=list)
+    # per verbatim field holding a piece of the text: (start, end) of the piece, in characters
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
     # time spent on constraints: allowed-token masks built and applied, choice candidates
     # scored, automata advanced (benchmarks/compare.py reports its share of decoding time)
     constraint_seconds: float = 0.0

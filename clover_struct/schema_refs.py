@@ -10,7 +10,8 @@ a flag, type lists and unions of several shapes kept as `anyOf` of their members
 The merge is the layout's guide, not the law: every output is validated against the
 original schema at the end (api.py), so a keyword the merge cannot express is enforced
 there. What no value can satisfy (`false`, contradictory types, bounds or enums) and what
-lies outside the document (remote references) is refused with a SchemaError.
+lies outside the document (remote references, but for the JSON Schema meta-schemas, which
+the `jsonschema` package ships) is refused with a SchemaError.
 Knows nothing of canvases, tokenizers or models.
 """
 
@@ -24,7 +25,23 @@ from .errors import SchemaError
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the second is the final check's)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def metaschema(uri: str) -> dict | None:
+    """The JSON Schema meta-schema or vocabulary at `uri` (draft 3 to 2020-12), from the copies the
+    `jsonschema` package ships; None for any other address."""
+    from jsonschema_specifications import REGISTRY
+
+    try:
+        return REGISTRY.contents(uri)
+    except LookupError:
+        return None
+
+
+class Unsatisfiable(SchemaError):
+    """No value satisfies the schema here: an optional key with such a schema is left out."""
 
 
 @dataclass
@@ -67,6 +84,9 @@ class Document:
         """The subschema `ref` names, and the base URI inside it."""
         uri = urljoin(base, ref) if base else ref
         doc, fragment = urldefrag(uri)
+        if doc and doc not in self.ids and (meta := metaschema(doc)) is not None:
+            self._index(meta, doc)     # a JSON Schema meta-schema: read from the copy jsonschema ships
+            self.ids.setdefault(doc, meta)
         if doc and doc not in self.ids and doc != urldefrag(self.base)[0]:
             raise SchemaError(path, f"$ref {ref} points outside this schema ({doc}); clover-struct reads no "
                                     "remote schemas: copy the referenced schema under $defs and refer to it there")
@@ -99,7 +119,7 @@ class Document:
                 out.schema = {}
                 return out
             if s is False:
-                raise SchemaError(path, "the schema is `false` here: no value is valid; remove the field or "
+                raise Unsatisfiable(path, "the schema is `false` here: no value is valid; remove the field or "
                                         "give it a schema a value can satisfy")
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
@@ -170,7 +190,7 @@ class Document:
             if "enum" in s and isinstance(s.get("type"), str):
                 kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
                 if not kept:
-                    raise SchemaError(path, f"no value of enum/const {s['enum']!r} is of type {s['type']!r}: no "
+                    raise Unsatisfiable(path, f"no value of enum/const {s['enum']!r} is of type {s['type']!r}: no "
                                             "value satisfies both; fix the type or the values")
                 s = {**s, "enum": kept} if len(kept) < len(s["enum"]) else s
             if s.get("type") == "null":
@@ -219,18 +239,20 @@ def merge(a: dict, b: dict, path: str) -> dict:
             both = kinds(out[key]) & kinds(value) | ({"integer"} if "number" in kinds(out[key]) | kinds(value)
                                                      and "integer" in kinds(out[key]) | kinds(value) else set())
             if not both:
-                raise SchemaError(path, f"allOf asks for a {out[key]} and a {value} at once: no value is both; "
+                raise Unsatisfiable(path, f"allOf asks for a {out[key]} and a {value} at once: no value is both; "
                                         "fix the conflicting types")
             out[key] = sorted(both) if len(both) > 1 else both.pop()
         elif key == "enum":
             keep = [v for v in out[key] if v in value]
             if not keep:
-                raise SchemaError(path, f"allOf allows {out[key]} and {value}: no value is in both; fix the enums")
+                raise Unsatisfiable(path, f"allOf allows {out[key]} and {value}: no value is in both; fix the enums")
             out[key] = keep
         elif key in _LOWER and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = max(out[key], value)
         elif key in _UPPER and isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = min(out[key], value)
+        elif key == "anyOf" and len(out[key]) * len(value) <= MAX_UNION:   # (a or b) and (c or d): each pair
+            out[key] = [{"allOf": [x, y]} for x in out[key] for y in value]
         elif key in ("items", "additionalProperties") and isinstance(value, dict) and isinstance(out[key], dict):
             out[key] = merge(out[key], value, path)
         elif key == "additionalProperties" and value is False:
@@ -239,12 +261,12 @@ def merge(a: dict, b: dict, path: str) -> dict:
         if closed.get("additionalProperties") is False and not closed.get("patternProperties"):
             allowed = set(closed.get("properties") or {})
             if (lost := [k for k in out.get("required", []) if k not in allowed]):
-                raise SchemaError(path, f"allOf: one member requires {lost[0]!r}, another allows no key but "
+                raise Unsatisfiable(path, f"allOf: one member requires {lost[0]!r}, another allows no key but "
                                         f"{sorted(allowed)} (additionalProperties false): no object is both; "
                                         "add the key to the closed member's properties")
             out["properties"] = {k: v for k, v in (out.get("properties") or {}).items() if k in allowed}
     for lo, hi in (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems"),
                    ("minProperties", "maxProperties")):
         if isinstance(out.get(lo), (int, float)) and isinstance(out.get(hi), (int, float)) and out[lo] > out[hi]:
-            raise SchemaError(path, f"{lo} {out[lo]} exceeds {hi} {out[hi]}: no value satisfies both; fix the bounds")
+            raise Unsatisfiable(path, f"{lo} {out[lo]} exceeds {hi} {out[hi]}: no value satisfies both; fix the bounds")
     return out

@@ -31,7 +31,7 @@ from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, number_pattern,
                        plain_width, string_content)
-from .schema_refs import Document, merge
+from .schema_refs import Document, Unsatisfiable, merge
 from .value_regex import ValueRegex
 
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
@@ -202,11 +202,11 @@ class Builder:
             mark = self.mark()
             try:
                 node = self.field(key, sub, _join(path, key), base, lead, optional)
-            except _TooDeep:
+            except (_TooDeep, Unsatisfiable):
                 if key in required:
                     raise
                 node = None
-            if node is None:   # an optional key past the recursion depth, or with nothing to decide: left out
+            if node is None:   # optional, and past the recursion depth, unsatisfiable or nothing to decide
                 self.rollback(mark)
                 continue
             fields.append((key, node))

@@ -17,6 +17,7 @@ import json
 
 from .errors import SchemaError
 from .patterns import CHAR, literal, number_pattern, string_content
+from .schema_refs import Unsatisfiable
 
 ANY_DEPTH = 2       # nesting of arrays and objects a whole value may have (any(3) compiles in a minute)
 SHORT = 6           # the longest maxLength a whole value's regex counts (0.02 s to compile; 12: 0.8 s)
@@ -24,6 +25,10 @@ KEY = f'"{CHAR}+"'   # (a counted repeat of a Unicode class takes outlines-core 
 LONGEST = 1500      # characters of a slot's exact regex past which the slot takes any value instead: the
                     # token DFA's build time grows with its states (a 9,000-character union of job shapes
                     # took minutes); the final check against the schema holds what the looser regex lets by
+
+
+class _Cut(Exception):
+    """The nesting cut leaves no valid value here: an object with required keys, a list with minItems."""
 
 
 class ValueRegex:
@@ -44,7 +49,11 @@ class ValueRegex:
         """The regex of a slot holding one whole value of `s`: exact to the deepest nesting that keeps
         it small enough to compile quickly, else any value."""
         for depth in range(ANY_DEPTH, 0, -1):
-            if len(exact := self._of(s, path, base, depth)) <= LONGEST:
+            try:
+                exact = self._of(s, path, base, depth)
+            except _Cut:
+                break   # a shallower cut leaves even less
+            if len(exact) <= LONGEST:
                 return exact
         return self.any()
 
@@ -55,8 +64,22 @@ class ValueRegex:
         return f"null|(?:{core})" if r.nullable and core != "null" else core
 
     def _of(self, s: dict, path: str, base: str, depth: int) -> str:
-        if s.get("x-union"):
-            return "|".join(f"(?:{self.of(m, path, base, depth)})" for m in s[s["x-union"]])
+        if s.get("x-union"):   # each member with what the union's schema says beside it
+            rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union")}
+            members, cut = [], False
+            for m in s[s["x-union"]]:
+                try:
+                    members.append(self.of({"allOf": [rest, m]} if rest else m, path, base, depth))
+                except Unsatisfiable:
+                    continue   # a member no value beside the rest satisfies
+                except _Cut:
+                    cut = True
+            if cut and not members:
+                raise _Cut
+            if not members:
+                raise Unsatisfiable(path, f"no member of the {s['x-union']} fits what the schema says beside "
+                                          "it: no value is valid; fix the members or the schema around them")
+            return "|".join(f"(?:{m})" for m in members)
         if "enum" in s:
             return "|".join(literal(json.dumps(v, ensure_ascii=False)) for v in s["enum"])
         t = s.get("type")
@@ -77,6 +100,8 @@ class ValueRegex:
         if t is None or depth <= 0 and t not in ("array", "object"):
             return self.any(max(depth - 1, 0))
         if depth <= 0:   # the nesting cut: still a list or an object, empty (more compiles for minutes)
+            if s.get("minItems", 0) if t == "array" else s.get("required") or s.get("minProperties", 0):
+                raise _Cut   # where it may not be empty, no value: a list item, an optional property left out
             return "\\[\\]" if t == "array" else "\\{\\}"
         if t == "array":
             return self.array(s, path, base, depth)
@@ -91,7 +116,12 @@ class ValueRegex:
         prefix = [self.of(p, f"{path}[{k}]", base, depth - 1)
                   for k, p in enumerate(s["items"] if tuple_items else s.get("prefixItems", []))]
         items = s.get("additionalItems", True) if tuple_items else s.get("items", True)
-        rest = None if items is False else self.of(items, f"{path}[]", base, depth - 1)
+        try:
+            rest = None if items is False else self.of(items, f"{path}[]", base, depth - 1)
+        except _Cut:
+            if lo > len(prefix):
+                raise
+            rest = None   # no item can be written this deep: the list ends with its prefix
         parts = [f"(?:{p})" for p in prefix]
         body = ", ".join(parts)
         if rest is not None:
@@ -106,8 +136,13 @@ class ValueRegex:
     def object(self, s: dict, path: str, base: str, depth: int) -> str:
         props = s.get("properties", {})
         required = set(s.get("required", []))
-        fields = [f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{self.of(v, f"{path}.{k}", base, depth - 1)})'
-                  for k, v in props.items()]
+        fields = []
+        for k, v in props.items():
+            try:
+                fields.append(f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{self.of(v, f"{path}.{k}", base, depth - 1)})')
+            except _Cut:
+                if k in required:
+                    raise   # an optional property with no value this deep is left out
         fields += [f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{self.any(depth - 1)})'
                    for k in required if k not in props]
         extra = s.get("additionalProperties", {} if not props else False)

@@ -96,16 +96,36 @@ def pieces(tokenizer, vocab_size: int) -> Pieces:
     return cache["pieces", vocab_size]
 
 
+def folded(text: str) -> tuple[bytes, list[int]]:
+    """The text as a JSON string's content holds it (escaped, UTF-8), each run of whitespace one
+    space, none at the ends; and per byte, the index in `text` of the character it comes from
+    (a folded space: its run's first), with one more entry, the text's length."""
+    data, origin, space = bytearray(), [], None
+    for k, ch in enumerate(text):
+        if ch.isspace():
+            space = k if space is None else space
+            continue
+        if space is not None and data:
+            data += b" "
+            origin.append(space)
+        space = None
+        piece = json.dumps(ch, ensure_ascii=False)[1:-1].encode() if ch < " " or ch in '"\\' else ch.encode()
+        data += piece
+        origin += [k] * len(piece)
+    return bytes(data), origin + [len(text)]
+
+
 class Source:
     """One text, matched against every content. `ends` is either the offsets where the value
     so far may end (a tuple), or, before its first character, the offset it may start from (an
     int: any word edge there or later). `found(ends)`: the contents that occur there;
     `after(ends, c)`: where content c ends when it follows on from `ends`; `may_end(ends)`:
     whether a piece written so far may end there (something was copied and a word edge is
-    among the offsets)."""
+    among the offsets); `span(ends, content)`: where a copied piece stands in the text."""
 
     def __init__(self, text: str, pieces: Pieces):
-        data = np.frombuffer(json.dumps(" ".join(text.split()), ensure_ascii=False)[1:-1].encode(), np.uint8)
+        self.data, self.origin = folded(text)
+        data = np.frombuffer(self.data, np.uint8)
         pos, hit = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         for length, (keys, ids) in pieces.by_length.items():
             if length > len(data):
@@ -140,6 +160,16 @@ class Source:
         if len(ends) == 1:
             return self._hits[self._cuts[ends[0]]:self._cuts[ends[0] + 1]]
         return np.concatenate([self._hits[self._cuts[e]:self._cuts[e + 1]] for e in ends])
+
+    def span(self, ends, content: bytes) -> tuple[int, int] | None:
+        """(start, end) in characters of the text of a piece copied as `content`: its earliest
+        occurrence among those ending at `ends`, else its first; None if it occurs nowhere."""
+        size = len(content)
+        at = [e - size for e in sorted(ends or ()) if self.data[e - size:e] == content]
+        start = at[0] if at else self.data.find(content)
+        if start < 0 or not size:
+            return None
+        return self.origin[start], self.origin[start + size - 1] + 1
 
     def starts(self, offset: int) -> list[int]:
         """The offsets from `offset` on where a piece may start, in order."""
@@ -280,6 +310,16 @@ class Verbatim:
         ends = state[2]
         return min(ends) if isinstance(ends, tuple) else None
 
+    def span(self, state, text: str) -> tuple[int, int] | None:
+        """Where the slot's value stands in the text, in characters (None: not a piece of it).
+        `text` is the slot's text: a string's content as JSON writes it (quoted if nullable)."""
+        if self.slot.json_kind != "string":
+            if not text.startswith('"'):
+                return None     # null
+            text = text[1:-1]
+        ends = state[2] if isinstance(state[2], tuple) else None
+        return self.source.span(ends, text.encode())
+
     def release(self, state):
         """The state with the copy given up: the slot goes on under its automaton alone."""
         return state[0], state[1], FREE
@@ -311,6 +351,18 @@ class Verbatim:
 
     def violation(self, value) -> str | None:
         return self.inner.violation(value)
+
+
+def spans(decoded) -> dict[str, tuple[int, int]]:
+    """Per verbatim field of a decoded canvas (decoder.Decoded) that holds a piece of the text:
+    (start, end), the piece's place in the text in characters; the occurrence its copy followed."""
+    canvas, out = decoded.canvas, {}
+    for i, a in enumerate(decoded.automata):
+        if isinstance(a, Verbatim) and not canvas.is_empty(decoded.ids, i):
+            where = a.span(decoded.states[i], canvas.slot_text(decoded.ids, i))
+            if where is not None:
+                out[canvas.slots[i].path] = where
+    return out
 
 
 def for_text(automata: list, text: str, tokenizer) -> list:

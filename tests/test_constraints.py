@@ -1,6 +1,7 @@
 """Slot automata: pad rules, length-aware pruning, counting, choices, checks, random walks."""
 
 import datetime
+import json
 import random
 import re
 from typing import Annotated, Literal, Optional, Union
@@ -325,6 +326,20 @@ def test_verbatim_strings_copy_escapes_and_fold_whitespace(toy_tokenizer):
     assert {'"go now"', "He said", "then left", "left"} <= said
     folded = 'He said "go now" then left'
     assert all(v in folded for v in said)
+
+
+def test_a_copied_piece_has_its_place_in_the_text_as_written(toy_tokenizer):
+    from clover_struct.verbatim import folded, pieces, Source
+
+    text = '  Fix at N35\n  0047E, said "go"\tN35 0047E again'
+    data, origin = folded(text)
+    assert data == json.dumps(" ".join(text.split()), ensure_ascii=False)[1:-1].encode() and len(origin) == len(data) + 1
+    src = Source(text, pieces(toy_tokenizer, toy_tokenizer.vocab_size))
+    first, second = src.span(None, b"N35 0047E"), src.span((len(data) - 6,), b"N35 0047E")
+    assert text[first[0]:first[1]] == "N35\n  0047E" and text[second[0]:second[1]] == "N35 0047E"
+    start, end = src.span(None, b'\\"go\\"')
+    assert text[start:end] == '"go"'
+    assert src.span(None, b"nowhere") is None
 
 
 def test_a_verbatim_piece_is_not_empty_and_null_says_absent(toy_tokenizer):

@@ -160,13 +160,17 @@ class Quoted(BaseModel):
 def test_verbatim_fields_are_pieces_of_the_text(toy_tokenizer):
     """A random model knows nothing: only the constraint keeps its values to the text."""
     texts = [f"call {name} at gate {gate}, then {name} to XQ{i:02d}9" for i, (name, gate) in
-             enumerate([("Ann", "AB12"), ("Bo Li", "ZZ07"), ("Cy", "QX55"), ("Dee-Dee", "MN31")] * 4)]
+             enumerate([("Ann", "AB12"), ("Bo \n  Li", "ZZ07"), ("Cy", "QX55"), ("Dee-Dee", "MN31")] * 4)]
     for seed in range(3):
         model = tiny_model(toy_tokenizer, seed=seed, std=0.5)
-        for text, got in zip(texts, extract_many(texts, Quoted, model=model)):
+        for text, (got, trace) in zip(texts, extract_many(texts, Quoted, model=model, trace=True)):
             folded = " ".join(text.split())
             assert got.who in folded and (got.note is None or got.note in folded)
             assert got.gate == text.split("gate ")[1][:4]   # the only piece the pattern takes (XQ..9 runs on)
+            for path, value in got.model_dump().items():   # each piece's place in the text, as written
+                if value is not None:
+                    start, end = trace.spans[path]
+                    assert re.sub(r"\s+", " ", text[start:end]) == value, (text, path, trace.spans)
     known = extract(texts[0], Quoted, model=model, known={"who": "Nobody"})
     assert known.who == "Nobody"   # known values are the caller's, not the text's
 
@@ -187,9 +191,11 @@ def test_item_blocks_copy_in_the_order_of_the_text_and_end_with_it(toy_tokenizer
     texts = ["board at AB12 then Ann goes to CD34, Bo to EF56.", "XY99 only", "from QQ10 to RR20"]
     for seed in range(4):
         model = tiny_model(toy_tokenizer, seed=seed, std=0.5)
-        for text, got in zip(texts, extract_many(texts, Route, model=model)):
+        for text, (got, trace) in zip(texts, extract_many(texts, Route, model=model, trace=True)):
             gates = re.findall(r"[A-Z]{2}[0-9]{2}", text)
             first = gates.index(got.stops[0].gate)
+            starts = [trace.spans[f"stops[{k}].gate"][0] for k in range(len(got.stops))]
+            assert starts == sorted(starts) and [text[s:s + 4] for s in starts] == [s.gate for s in got.stops]
             assert [s.gate for s in got.stops] == gates[first:first + len(got.stops)], (seed, text, got)
             for stop in got.stops:      # each piece after the one before it in its item, where one is
                 after = text[text.index(stop.gate) + len(stop.gate):]

@@ -3,6 +3,7 @@
 import datetime
 import enum
 import json
+import re
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pytest
@@ -378,8 +379,6 @@ def test_a_bounded_plain_pattern_sets_the_budget(toy_tokenizer):
 def test_a_whole_value_regex_stays_small_enough_to_compile(toy_tokenizer):
     """maxItems inside a whole value is left to the final check (a counted repeat of a nested item
     multiplies the token DFA's states), and a slot whose exact regex is past LONGEST takes any value."""
-    import re
-
     from clover_struct.value_regex import ValueRegex
 
     def slot_pattern(schema):
@@ -397,7 +396,6 @@ def test_a_whole_value_regex_stays_small_enough_to_compile(toy_tokenizer):
 
 
 def test_a_whole_value_slot_keeps_the_deepest_nesting_that_compiles_quickly(toy_tokenizer):
-    import re
     nested = {"type": "object", "properties": {f"k{j}": {"type": "object", "properties": {
         f"n{m}": {"type": "string"} for m in range(12)}} for j in range(12)}}
     v = build_canvas({"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"}, nested]}},
@@ -423,3 +421,17 @@ def test_map_entries_are_written_until_min_properties_is_met(toy_tokenizer):
     c = build_canvas(schema, toy_tokenizer)
     items = [g for g in c.groups if g.kind == "item"]
     assert [g.path for g in items if g.required] == ["{0}", "{1}"]   # name, then the first map's first two
+
+
+def test_a_whole_value_cut_too_deep_to_hold_its_required_keys_leaves_them_out():
+    """Past the nesting cut an object is written empty; one with required keys then has no value,
+    so its list stays empty and an optional property holding it is left out."""
+    from clover_struct.schema_refs import Document
+    from clover_struct.value_regex import ValueRegex
+
+    entry = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    s = {"type": "array", "items": {"type": "object", "properties": {"e": entry, "n": {"type": "integer"},
+                                                                     "xs": {"type": "array", "items": entry}}}}
+    pattern = ValueRegex(Document(s)).slot(s, "")
+    assert re.fullmatch(pattern, '[{"n": 1, "xs": []}]')
+    assert not re.fullmatch(pattern, '[{"e": {}, "n": 1, "xs": []}]') and not re.fullmatch(pattern, '[{"n": 1, "xs": [{}]}]')
