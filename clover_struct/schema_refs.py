@@ -25,7 +25,7 @@ from .errors import SchemaError
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the second is the final check's)
+MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the final check's)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
@@ -120,7 +120,7 @@ class Document:
                 return out
             if s is False:
                 raise Unsatisfiable(path, "the schema is `false` here: no value is valid; remove the field or "
-                                        "give it a schema a value can satisfy")
+                                          "give it a schema a value can satisfy")
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
             if isinstance(s.get("$id"), str) and not s["$id"].startswith("#") and s is not self.root:
@@ -191,7 +191,7 @@ class Document:
                 kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
                 if not kept:
                     raise Unsatisfiable(path, f"no value of enum/const {s['enum']!r} is of type {s['type']!r}: no "
-                                            "value satisfies both; fix the type or the values")
+                                              "value satisfies both; fix the type or the values")
                 s = {**s, "enum": kept} if len(kept) < len(s["enum"]) else s
             if s.get("type") == "null":
                 out.nullable = True
@@ -240,7 +240,7 @@ def merge(a: dict, b: dict, path: str) -> dict:
                                                      and "integer" in kinds(out[key]) | kinds(value) else set())
             if not both:
                 raise Unsatisfiable(path, f"allOf asks for a {out[key]} and a {value} at once: no value is both; "
-                                        "fix the conflicting types")
+                                          "fix the conflicting types")
             out[key] = sorted(both) if len(both) > 1 else both.pop()
         elif key == "enum":
             keep = [v for v in out[key] if v in value]
@@ -262,8 +262,8 @@ def merge(a: dict, b: dict, path: str) -> dict:
             allowed = set(closed.get("properties") or {})
             if (lost := [k for k in out.get("required", []) if k not in allowed]):
                 raise Unsatisfiable(path, f"allOf: one member requires {lost[0]!r}, another allows no key but "
-                                        f"{sorted(allowed)} (additionalProperties false): no object is both; "
-                                        "add the key to the closed member's properties")
+                                          f"{sorted(allowed)} (additionalProperties false): no object is both; "
+                                          "add the key to the closed member's properties")
             out["properties"] = {k: v for k, v in (out.get("properties") or {}).items() if k in allowed}
     for lo, hi in (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems"),
                    ("minProperties", "maxProperties")):
