@@ -126,9 +126,11 @@ class Document:
             if isinstance(s.get("$id"), str) and not s["$id"].startswith("#") and s is not self.root:
                 out.base = urljoin(out.base, s["$id"]) if out.base else s["$id"]
             if isinstance(s.get("$ref"), str):
+                here = out.base
                 target, out.base = self.lookup(s["$ref"], out.base, path)
                 out.refs.append(urljoin(out.base, s["$ref"]) if out.base else s["$ref"])
                 rest = {k: v for k, v in s.items() if k not in ("$ref", "$id")}
+                rest = rest if here == out.base else anchored(rest, here)   # its references stay its own
                 s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
                 continue
             if "allOf" in s:
@@ -136,7 +138,8 @@ class Document:
                 for member in s["allOf"]:
                     r = self.resolve(member, path, out.base)
                     out.refs += r.refs
-                    merged = merge(merged, r.schema if not r.nullable else {**r.schema, "x-nullable": True}, path)
+                    got = r.schema if r.base == out.base else anchored(r.schema, r.base)
+                    merged = merge(merged, got if not r.nullable else {**got, "x-nullable": True}, path)
                 s = merged
                 continue
             if s.get("nullable") is True or s.get("x-nullable") is True:
@@ -220,6 +223,24 @@ def is_of_type(value, t: str) -> bool:
 
 def _is_null(s) -> bool:
     return isinstance(s, dict) and (s.get("type") == "null" or s.get("enum") == [None] or s.get("const", 0) is None)
+
+
+_DATA = ("enum", "const", "default", "examples")   # values, not schemas: no reference in them
+
+
+def anchored(s, base: str):
+    """`s` with its relative references made absolute against `base`: a member of another document
+    merged into this one keeps pointing where it did."""
+    if isinstance(s, list):
+        return [anchored(x, base) for x in s]
+    if not isinstance(s, dict):
+        return s
+    if isinstance(s.get("$id"), str) and not s["$id"].startswith("#"):
+        base = urljoin(base, s["$id"])
+    out = {k: v if k in _DATA else anchored(v, base) for k, v in s.items() if k != "$id"}   # no base to move
+    if isinstance(s.get("$ref"), str):
+        out["$ref"] = urljoin(base, s["$ref"])
+    return out
 
 
 def merge(a: dict, b: dict, path: str) -> dict:
