@@ -25,7 +25,7 @@ from .errors import SchemaError
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
-MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the second is the final check's)
+MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the final check's)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
@@ -120,15 +120,17 @@ class Document:
                 return out
             if s is False:
                 raise Unsatisfiable(path, "the schema is `false` here: no value is valid; remove the field or "
-                                        "give it a schema a value can satisfy")
+                                          "give it a schema a value can satisfy")
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
             if isinstance(s.get("$id"), str) and not s["$id"].startswith("#") and s is not self.root:
                 out.base = urljoin(out.base, s["$id"]) if out.base else s["$id"]
             if isinstance(s.get("$ref"), str):
+                here = out.base
                 target, out.base = self.lookup(s["$ref"], out.base, path)
                 out.refs.append(urljoin(out.base, s["$ref"]) if out.base else s["$ref"])
                 rest = {k: v for k, v in s.items() if k not in ("$ref", "$id")}
+                rest = rest if here == out.base else anchored(rest, here)   # its references stay its own
                 s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
                 continue
             if "allOf" in s:
@@ -136,7 +138,8 @@ class Document:
                 for member in s["allOf"]:
                     r = self.resolve(member, path, out.base)
                     out.refs += r.refs
-                    merged = merge(merged, r.schema if not r.nullable else {**r.schema, "x-nullable": True}, path)
+                    got = r.schema if r.base == out.base else anchored(r.schema, r.base)
+                    merged = merge(merged, got if not r.nullable else {**got, "x-nullable": True}, path)
                 s = merged
                 continue
             if s.get("nullable") is True or s.get("x-nullable") is True:
@@ -191,7 +194,7 @@ class Document:
                 kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
                 if not kept:
                     raise Unsatisfiable(path, f"no value of enum/const {s['enum']!r} is of type {s['type']!r}: no "
-                                            "value satisfies both; fix the type or the values")
+                                              "value satisfies both; fix the type or the values")
                 s = {**s, "enum": kept} if len(kept) < len(s["enum"]) else s
             if s.get("type") == "null":
                 out.nullable = True
@@ -222,6 +225,24 @@ def _is_null(s) -> bool:
     return isinstance(s, dict) and (s.get("type") == "null" or s.get("enum") == [None] or s.get("const", 0) is None)
 
 
+_DATA = ("enum", "const", "default", "examples")   # values, not schemas: no reference in them
+
+
+def anchored(s, base: str):
+    """`s` with its relative references made absolute against `base`: a member of another document
+    merged into this one keeps pointing where it did."""
+    if isinstance(s, list):
+        return [anchored(x, base) for x in s]
+    if not isinstance(s, dict):
+        return s
+    if isinstance(s.get("$id"), str) and not s["$id"].startswith("#"):
+        base = urljoin(base, s["$id"])
+    out = {k: v if k in _DATA else anchored(v, base) for k, v in s.items() if k != "$id"}   # no base to move
+    if isinstance(s.get("$ref"), str):
+        out["$ref"] = urljoin(base, s["$ref"])
+    return out
+
+
 def merge(a: dict, b: dict, path: str) -> dict:
     """Two schemas every value must satisfy, as one: what the layout follows (allOf)."""
     out = dict(a)
@@ -240,7 +261,7 @@ def merge(a: dict, b: dict, path: str) -> dict:
                                                      and "integer" in kinds(out[key]) | kinds(value) else set())
             if not both:
                 raise Unsatisfiable(path, f"allOf asks for a {out[key]} and a {value} at once: no value is both; "
-                                        "fix the conflicting types")
+                                          "fix the conflicting types")
             out[key] = sorted(both) if len(both) > 1 else both.pop()
         elif key == "enum":
             keep = [v for v in out[key] if v in value]
@@ -262,8 +283,8 @@ def merge(a: dict, b: dict, path: str) -> dict:
             allowed = set(closed.get("properties") or {})
             if (lost := [k for k in out.get("required", []) if k not in allowed]):
                 raise Unsatisfiable(path, f"allOf: one member requires {lost[0]!r}, another allows no key but "
-                                        f"{sorted(allowed)} (additionalProperties false): no object is both; "
-                                        "add the key to the closed member's properties")
+                                          f"{sorted(allowed)} (additionalProperties false): no object is both; "
+                                          "add the key to the closed member's properties")
             out["properties"] = {k: v for k, v in (out.get("properties") or {}).items() if k in allowed}
     for lo, hi in (("minimum", "maximum"), ("minLength", "maxLength"), ("minItems", "maxItems"),
                    ("minProperties", "maxProperties")):

@@ -139,10 +139,12 @@ class ValueRegex:
         fields = []
         for k, v in props.items():
             try:
-                fields.append(f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{self.of(v, f"{path}.{k}", base, depth - 1)})')
+                value = self.of(v, f"{path}.{k}", base, depth - 1)
             except _Cut:
                 if k in required:
-                    raise   # an optional property with no value this deep is left out
+                    raise
+                continue   # an optional property with no value this deep is left out
+            fields.append(f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{value})')
         fields += [f'{literal(json.dumps(k, ensure_ascii=False))}: (?:{self.any(depth - 1)})'
                    for k in required if k not in props]
         extra = s.get("additionalProperties", {} if not props else False)

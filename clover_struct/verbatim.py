@@ -197,9 +197,10 @@ class Verbatim:
 
     State: (automaton state, inside the quotes, ends): `ends` are the text offsets where the
     value so far may end (before its first character, the offset it may start from), or FREE.
-    `allowed_mask` keeps the tokens that carry the copy on; `viable` looks further, for the token a decoder picks:
-    whether a whole piece the pattern accepts can still follow (a search, so asked of one
-    token, not of every allowed one; a model's first choice nearly always passes).
+    `allowed_mask` keeps the tokens that carry the copy on; `viable` looks further, for the
+    token a decoder picks: whether a whole piece the pattern accepts can still follow (a
+    search, so asked of one token, not of every allowed one; a model's first choice nearly
+    always passes).
     """
 
     SEARCH = 4096   # states one `viable` search may visit before it gives up (and allows)
@@ -303,7 +304,7 @@ class Verbatim:
                 found = True
             if found:
                 return q, inside, (start,)
-        return state if or_anywhere else (q, inside, len(self.source.edge))
+        return state if or_anywhere else (q, inside, len(self.source.edge))   # past the text's end
 
     def copied_to(self, state) -> int | None:
         """Where the earliest occurrence of the piece copied so far ends; None if none was copied."""

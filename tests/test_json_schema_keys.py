@@ -136,3 +136,19 @@ def test_a_pattern_the_layout_could_not_place_narrows_the_search_for_the_next_va
     value = finish(decoded(toy_tokenizer, schema, {"country": "US", "code": "abc"}))
     jsonschema.validate(value, schema)
     assert value["country"] == "US" and len(value["code"]) == 5
+
+
+def test_a_member_from_another_document_keeps_its_references_and_ours_keep_ours(toy_tokenizer):
+    """allOf of the draft-07 meta-schema (its own $id and `#` references) and a member of ours:
+    each member's references resolve in the document it came from."""
+    from clover_struct.schema_refs import Document
+
+    schema = {"$defs": {"name": {"type": "string", "maxLength": 5}}, "type": "object", "required": ["payload"],
+              "properties": {"payload": {"allOf": [{"$ref": "http://json-schema.org/draft-07/schema#"},
+                                                   {"properties": {"title": {"$ref": "#/$defs/name"}}}]}}}
+    doc = Document(schema)
+    payload = doc.resolve(schema["properties"]["payload"], "payload").schema
+    assert doc.resolve(payload["properties"]["title"], "payload.title").schema == {"type": "string", "maxLength": 5}
+    meta = next(m for m in payload["anyOf"] if m.get("type") == "object")   # its type is object or boolean
+    assert doc.resolve(meta["properties"]["not"], "payload.not").refs == ["http://json-schema.org/draft-07/schema"]
+    build_canvas(schema, toy_tokenizer)
