@@ -206,6 +206,10 @@ def _limitations(evaluation: dict) -> list[str]:
         lines.append(f"- Text that defines no zone (`negatives`): no zone on {g['notams_no_zone']:.3f} of "
                      f"{g['n_notams']} dev NOTAMs that define none and on {g['garbage_no_zone']:.3f} of "
                      f"{g['n_garbage']} garbage texts.")
+    if h := evaluation.get("handwritten"):
+        wrong = "; ".join(f"{k} ({', '.join(v)})" for k, v in h["misses"].items())
+        lines.append(f"- Hand-written notices of kinds the other sets lack (`handwritten`, training/handwritten.py): "
+                     f"{h['right']} of {h['n']} read right" + (f"; wrong: {wrong}." if wrong else "."))
     if c := (evaluation.get("real_zones") or {}).get("confidence"):
         lines.append(f"- Confidence: setting aside the records whose least sure field is below {c['threshold']:g} "
                      f"(`trace.lowest`; `clover-struct extract --min-confidence {c['threshold']:g}`) sets aside "
