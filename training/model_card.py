@@ -35,6 +35,7 @@ from .train import RUN_KEYS, machine, parser
 NOTES = "<!-- notes: written by hand, kept when the card is rendered again -->"
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 RUN_DIR = "runs/mini"   # the shipped run's directory in the printed commands
+SHIPPED_DIR = "clover_struct/models/clover-mini"   # --init from the shipped model, as a command names it
 SHIPPED = Path(__file__).resolve().parents[1] / "clover_struct" / "models" / "clover-mini"
 # issue 4's bar for each score: (evaluation key, metric, at least)
 TARGETS = [("synthetic", "field_em", 0.97), ("synthetic", "record_em", 0.90), ("heldout_family", "field_em", 0.90),
@@ -70,13 +71,19 @@ def training_summary(run: Path, hardware: str | None) -> dict:
 
 def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = None) -> dict:
     before, init = state.get("before"), state["args"].get("init")
-    if before and init == RUN_DIR:   # trained over the shipped run's directory: the one before gets its own
-        init = f"{RUN_DIR}-{len(stages(before))}"
+    shipped = before and "command" in before   # started from the shipped model: its record, summed up already
+    if before and init in (RUN_DIR, SHIPPED_DIR):   # the one before gets a directory of its own
+        init = f"{RUN_DIR}-{len(stages(before)) + 1}" if shipped else f"{RUN_DIR}-{len(stages(before))}"
         state = {**state, "args": {**state["args"], "init": init}}
     summary = stage_summary(state, last_log, out, hardware)
     if before:
-        summary["before"] = _chain(before, before.get("last_log"), init)
+        if shipped:   # its command now writes into the directory this stage starts from
+            before = {k: v for k, v in before.items() if k != "parameters"}
+            summary["before"] = {**before, "command": before["command"].replace(f"--out {RUN_DIR} ", f"--out {init} ", 1)}
+        else:
+            summary["before"] = _chain(before, before.get("last_log"), init)
     return summary
+
 
 
 def stages(t: dict) -> list[dict]:
