@@ -22,7 +22,8 @@ text, geometry included, which the schemas' rule (arithmetic is code's) does not
 rules): over ../shared/data/zones-dev.jsonl, "real_zones": {"valid_rate", "iou90" (share of
 notices whose footprint reaches IoU 0.9 with the labelled zone), "iou_mean", "floor",
 "ceiling", "valid_from", "valid_to", "uas_only", "field_em" (their mean), "by_shape",
-"errors", "confidence" (the record confidence that best splits right records from wrong)}; over the dev NOTAMs that define no zone and seeded garbage text, "negatives":
+"errors", "confidence" (the record confidence that best splits right records from wrong)};
+over the dev NOTAMs that define no zone and seeded garbage text, "negatives":
 {"notams_no_zone", "with_position_no_zone", "garbage_no_zone", "garbage_by_kind", counts}.
 Both take at most --n notices (spread over the file; 20 with --quick) and are skipped, with a
 line on stderr, when their file is absent. `handwritten` (training/handwritten.py): notices of

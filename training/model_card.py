@@ -79,7 +79,8 @@ def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = 
     if before:
         if shipped:   # its command now writes into the directory this stage starts from
             before = {k: v for k, v in before.items() if k != "parameters"}
-            summary["before"] = {**before, "command": before["command"].replace(f"--out {RUN_DIR} ", f"--out {init} ", 1)}
+            command = before["command"].replace(f"--out {RUN_DIR} ", f"--out {init} ", 1)
+            summary["before"] = {**before, "command": command}
         else:
             summary["before"] = _chain(before, before.get("last_log"), init)
     return summary

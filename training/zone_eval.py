@@ -135,6 +135,7 @@ def confidence_threshold(records: list[tuple[float, bool]]) -> dict | None:
     wrong = sorted(c for c, ok in records if not ok)
     if not right or not wrong:
         return None
+
     def shares(t):
         return sum(c >= t for c in right) / len(right), sum(c < t for c in wrong) / len(wrong)
     best = max(sorted(set(right)), key=lambda t: (sum(shares(t)), -t))
