@@ -100,6 +100,7 @@ class Row:
         bound = [hasattr(a, "copied_to") for a in automata]        # verbatim slots bound to a text
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
                              for i, after in enumerate(copied_after(canvas))]
+        self.placed: set[int] = set()           # slots whose copy's start copy_after has set
         for g in canvas.groups:
             if g.required:
                 self.set_present(g.index)
@@ -208,8 +209,9 @@ class Row:
 
     def allowed(self, i) -> torch.Tensor:
         """Tokens slot i may take at its next position ([vocab] bool)."""
-        if self.filled[i] == 0 and self.copied_after[i]:
-            self.copy_after(i)
+        if self.filled[i] == 0 and self.copied_after[i] and i not in self.placed:
+            self.copy_after(i)      # once: the pieces it follows are done before it starts
+            self.placed.add(i)
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)
         if mask.flags.writeable:          # made for this call (a Verbatim slot's): use it as it is
