@@ -55,13 +55,18 @@ def groups_of(canvas) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(sorted(c, key=lambda gi: canvas.groups[gi].start)) for c in chains)
 
 
+def _ordered_items(canvas) -> set[int]:
+    """The item groups of item_blocks lists: those that start a block, and each list's first."""
+    ordered = {g.index for g in canvas.groups if g.kind == "item" and g.start in canvas.blocks}
+    return ordered | {canvas.groups[gi].prev for gi in ordered} - {None}
+
+
 @lru_cache(maxsize=64)
 def copied_after(canvas) -> tuple[tuple[int, ...], ...]:
     """Per verbatim slot of an item_blocks list's item: the verbatim slots whose copies its own
     follows in the text (those of the item before, decoded a block earlier, and those before it
     in its own item, which it waits for); empty for every other slot."""
-    ordered = {g.index for g in canvas.groups if g.kind == "item" and g.start in canvas.blocks}
-    ordered |= {canvas.groups[gi].prev for gi in ordered} - {None}     # each list's first item too
+    ordered = _ordered_items(canvas)
     copies = {i for i, s in enumerate(canvas.slots) if s.verbatim}
     out = [()] * len(canvas.slots)
     for i, chain in enumerate(groups_of(canvas)):
@@ -71,6 +76,19 @@ def copied_after(canvas) -> tuple[tuple[int, ...], ...]:
             before = canvas.groups[g.prev].slots if g.prev is not None else ()
             out[i] = tuple(j for j in before + g.slots if j in copies and j < i)
     return tuple(out)
+
+
+@lru_cache(maxsize=64)
+def run_heads(canvas) -> dict[int, int]:
+    """Per item_blocks list whose items copy: its first item's first verbatim slot -> that item's
+    last verbatim slot (the list's first piece starts a run of them in the text: copy_run)."""
+    out = {}
+    for gi in _ordered_items(canvas):
+        g = canvas.groups[gi]
+        copies = [i for i in g.slots if canvas.slots[i].verbatim]
+        if g.prev is None and copies:
+            out[copies[0]] = copies[-1]
+    return out
 
 
 @lru_cache(maxsize=64)
@@ -100,7 +118,8 @@ class Row:
         bound = [hasattr(a, "copied_to") for a in automata]        # verbatim slots bound to a text
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
                              for i, after in enumerate(copied_after(canvas))]
-        self.placed: set[int] = set()           # slots whose copy's start copy_after has set
+        self.heads = {h: last for h, last in run_heads(canvas).items() if bound[h] and bound[last]}
+        self.placed: set[int] = set()           # slots whose copy's start copy_after or copy_run has set
         for g in canvas.groups:
             if g.required:
                 self.set_present(g.index)
@@ -200,17 +219,29 @@ class Row:
     def copy_after(self, i):
         """A verbatim slot of an item_blocks item copies from after the pieces it follows (past the
         earliest end of each); where nothing follows them, an item that may be absent is absent,
-        and a slot that must be written copies from anywhere."""
+        and a slot that must be written copies from anywhere. Where the next piece follows with
+        only separators between ("5130N 00010W - 5140N ..."), the run goes on: the item is present."""
         ends = [self.automata[j].copied_to(self.state[j]) for j in self.copied_after[i]]
         ends = [e for e in ends if e is not None]
         if ends:
             self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i),
                                                            or_anywhere=self.may_be_absent(i) is None)
+            item = self.may_be_absent(i)
+            if item is not None and self.automata[i].adjoins(self.state[i], max(ends)):
+                self.set_present(item)
+
+    def copy_run(self, i):
+        """A list's first piece starts a run of its pieces in the text, not in the middle of one."""
+        last = self.automata[self.heads[i]]
+        self.state[i] = self.automata[i].starting_a_run(self.state[i], self.remaining(i), last)
 
     def allowed(self, i) -> torch.Tensor:
         """Tokens slot i may take at its next position ([vocab] bool)."""
-        if self.filled[i] == 0 and self.copied_after[i] and i not in self.placed:
-            self.copy_after(i)      # once: the pieces it follows are done before it starts
+        if self.filled[i] == 0 and i not in self.placed:
+            if self.copied_after[i]:
+                self.copy_after(i)      # once: the pieces it follows are done before it starts
+            elif i in self.heads:
+                self.copy_run(i)
             self.placed.add(i)
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)

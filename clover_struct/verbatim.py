@@ -20,6 +20,7 @@ models, like constraints.py.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 
@@ -30,6 +31,11 @@ from .vocab import per_tokenizer
 FREE = "free"       # `ends` once the copy is given up: the slot's automaton alone decides
 _FAR = 1 << 30
 _FREE_TEXT = (CHAR + "*", f'null|"(?:{CHAR}*)"')   # the patterns of strings that have none
+# What may stand between two pieces of one list in the text: punctuation and spaces, and a
+# joining word or an item number or both ("5130N 00010W - 5140N", "... TO 5140N", "\n2. 5140N").
+_SEP = r"(?:[\W_]|[至到])*"
+_GAP = rf"{_SEP}(?:(?<!\w)(?:to|then|thence|and|\d{{1,2}}[.)])(?!\w){_SEP}){{0,2}}"
+_BETWEEN, _BEFORE = re.compile(_GAP, re.I), re.compile(rf"(?:{_GAP})\Z", re.I)
 
 
 class Pieces:
@@ -213,6 +219,7 @@ class Verbatim:
         self._tokens: dict = {}
         self._finish: dict = {}
         self._next: dict = {}
+        self._ends: dict = {}
 
     def _copying(self, state, remaining: int, allow_empty: bool = False) -> np.ndarray:
         """Token ids the automaton allows that carry the copy on (pad where a value may end);
@@ -297,14 +304,61 @@ class Verbatim:
         offset = max(ends, offset)
         if not (self.patterned and inside):
             return (q, inside, offset) if len(self.source.found(offset)) or not or_anywhere else state
-        for start in self.source.starts(offset):
-            try:
-                found = self._can_finish((q, inside, (start,)), remaining, [self.SEARCH])
-            except _SearchTooLong:
-                found = True
-            if found:
-                return q, inside, (start,)
+        start = next((s for s in self.source.starts(offset) if self._fits(state, s, remaining)), None)
+        if start is not None:
+            return q, inside, (start,)
         return state if or_anywhere else (q, inside, len(self.source.edge))   # past the text's end
+
+    def starting_a_run(self, state, remaining: int, last: Verbatim):
+        """A list's first value, its copy to start where a run of the list's pieces starts: at a
+        piece the pattern accepts whole that does not follow, with only separators between, a
+        piece `last` (the item's last verbatim slot) accepts. Unchanged where none does."""
+        q, inside, ends = state
+        if not (self.patterned and last.patterned and inside and isinstance(ends, int)):
+            return state
+        heads = tuple(s for s in self.source.starts(ends)
+                      if self._fits(state, s, remaining) and not last.ends_at(self.separated(s)))
+        return (q, inside, heads) if heads else state
+
+    def _fits(self, state, start: int, remaining: int) -> bool:
+        """Whether a piece the pattern accepts whole starts at `start` of the text."""
+        try:
+            return self._can_finish((state[0], state[1], (start,)), remaining, [self.SEARCH])
+        except _SearchTooLong:
+            return True
+
+    def separated(self, start: int) -> int:
+        """Where the separators before `start` of the text begin (`start` if there are none)."""
+        data, lo = self.source.data, max(0, start - 32)
+        while lo < start and data[lo] & 0xC0 == 0x80:     # not inside a character
+            lo += 1
+        return start - len(_BEFORE.search(data[lo:start].decode()).group().encode())
+
+    def adjoins(self, state, offset: int) -> bool:
+        """Whether the copy begun in `state` starts after `offset` with only separators between."""
+        ends = state[2]
+        return (isinstance(ends, tuple) and len(ends) == 1 and offset <= ends[0]
+                and _BETWEEN.fullmatch(self.source.data[offset:ends[0]].decode(errors="replace")) is not None)
+
+    def ends_at(self, offset: int) -> bool:
+        """Whether a piece the pattern accepts whole ends at `offset` of the text."""
+        return any(offset in self._ends_from(start) for start in self.source.starts(max(0, offset - 2 * self.budget))
+                   if start < offset)
+
+    def _ends_from(self, start: int) -> set[int]:
+        """Where the pieces the pattern accepts whole that start at `start` end (a bounded search)."""
+        if start not in self._ends:
+            found, seen, todo = set(), set(), [(self.inner.initial, True, (start,))]
+            while todo and len(seen) < self.SEARCH:
+                state = todo.pop()
+                if state in seen or state[2] in (FREE, ()):
+                    continue
+                seen.add(state)
+                if self.inner.is_final(state[0]):
+                    found.update(e for e in state[2] if self.source.edge[e])
+                todo += [self.next(state, t) for t in self._copying(state, self.budget).tolist() if t != self.pad_id]
+            self._ends[start] = found
+        return self._ends[start]
 
     def copied_to(self, state) -> int | None:
         """Where the earliest occurrence of the piece copied so far ends; None if none was copied."""

@@ -202,6 +202,34 @@ def test_item_blocks_copy_in_the_order_of_the_text_and_end_with_it(toy_tokenizer
                 assert stop.who in (after if after.strip() else text), (seed, text, got)
 
 
+class Leg(BaseModel):
+    code: str = Field(pattern=r"^[A-Z]{2}[0-9]{2}$", json_schema_extra={"verbatim": True})
+    alt: str = Field(pattern=r"^[0-9]{3}$", json_schema_extra={"verbatim": True})
+
+
+class Legs(BaseModel):
+    legs: list[Leg] = Field(min_length=1, max_length=8, json_schema_extra={"item_blocks": True})
+
+
+def test_item_blocks_copy_whole_runs_of_the_text(toy_tokenizer):
+    """A list starts where a run of its pieces starts (not at CD34: a leg's altitude and a dash
+    come before it) and, once in a run, copies it to its end: the legs are whole runs, in order."""
+    text = "ref QQ10 900. legs: AB12 100 - CD34 200, EF56 300 to\n2. GH78 400 end ZZ99 500"
+    runs = [["QQ10"], ["AB12", "CD34", "EF56", "GH78"], ["ZZ99"]]
+    heads = set()
+    for seed in range(8):
+        got = extract(text, Legs, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        codes = [leg.code for leg in got.legs]
+        for leg in got.legs:
+            assert text[text.index(leg.code) + 5:].startswith(leg.alt), (seed, got)
+        first = next(k for k, run in enumerate(runs) if codes[0] in run)
+        heads.add(codes[0])
+        whole = [c for run in runs[first:] for c in run]
+        assert codes[0] == runs[first][0] and codes == whole[:len(codes)], (seed, codes)
+        assert len(codes) >= len(runs[first]), (seed, codes)     # a run is not left half copied
+    assert len(heads) > 1       # the models differ in where they start
+
+
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
