@@ -9,6 +9,10 @@ was recorded by minutes: the same work on any machine. Stage 1 takes the shipped
 tokenizer. A finished stage is skipped and an interrupted one resumed, so the command can
 simply be run again after a stop. --twin trains the autoregressive twin that
 benchmarks/compare.py runs: the same stages, step for step, with --objective causal.
+
+It first prints how long the whole recipe takes, estimated from the recorded stages: their
+batches' tokens over the rate at which the stages run on each kind of machine (GPU, CPU)
+trained, so a kind on which no stage ran gets no estimate.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import sys
 from pathlib import Path
 
 from . import train
-from .model_card import SHIPPED, stages
+from .model_card import SHIPPED, machine_kind, stages
 
 SETTINGS = [k for k in train.RUN_KEYS if k not in ("steps", "minutes", "init")]   # given per stage below
 
@@ -43,6 +47,17 @@ def done_steps(out: Path) -> int | None:
     return json.loads(state.read_text())["step"] if state.is_file() else None
 
 
+def estimate(recorded: list[dict]) -> str:
+    """The recipe's length and, per kind of machine its stages ran on, the hours it takes there."""
+    work = [(machine_kind(s), s["steps"] * s["args"]["batch_tokens"], s["minutes"] * 60) for s in recorded]
+    total = sum(tokens for _, tokens, _ in work)
+    line = f"{len(recorded)} stages, {sum(s['steps'] for s in recorded):,} steps, {total / 1e6:.0f}M batch tokens"
+    for kind in sorted({k for k, _, _ in work}, reverse=True):
+        rate = sum(t for k, t, _ in work if k == kind) / sum(sec for k, _, sec in work if k == kind)
+        line += f"; about {total / rate / 3600:.1f} h on {kind} at its stages' rate ({rate:,.0f} tokens/s)"
+    return line
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="the last stage's directory; stage k goes to OUT-k before it")
@@ -52,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="print the stages' commands, train nothing")
     args = ap.parse_args(argv)
     recorded = stages(json.loads((args.model / "training.json").read_text()))
+    print(estimate(recorded), flush=True)
     init = None
     for k, stage in enumerate(recorded, 1):
         out = args.out if k == len(recorded) else f"{args.out}-{k}"

@@ -15,7 +15,8 @@ def recorded(steps=(2, 2)):
         args = {"config": "tiny", "mix": {"notam": 1.0, "judgment": 1.0}, "batch_tokens": 1500, "lr": 1e-3,
                 "warmup": 2, "seed": k, "steps": None if k == 0 else n, "minutes": 7.0 if k == 0 else None,
                 "objective": "diffusion", "warm_steps": 1 if k == 0 else 0, "warm_mix": {"copy": 1.0}}
-        summary = {"steps": n, "args": args, "before": summary}
+        summary = {"steps": n, "args": args, "before": summary, "minutes": 30.0 * (k + 1),
+                   "command": "python -m training.train --out runs/mini" + " --device cuda" * (k == 0)}
     return summary
 
 
@@ -30,13 +31,22 @@ def model_dir(tmp_path, tokenizer_path, summary):
 def test_the_shipped_stages_print_by_step_count_and_the_twin_causally(capsys):
     shipped = R.stages(json.loads((R.SHIPPED / "training.json").read_text()))
     R.main(["--out", "runs/x", "--twin", "--device", "cuda", "--dry-run"])
-    lines = capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().out.splitlines()[1:]
     assert len(lines) == len(shipped) >= 2
     for k, (line, stage) in enumerate(zip(lines, shipped), 1):
         assert f"--steps {stage['steps']} " in line and "--minutes" not in line
         assert "--objective causal" in line and "--device cuda" in line
         assert (f"--init runs/x-{k - 1}" in line) == (k > 1) and (f"--tokenizer {R.SHIPPED}" in line) == (k == 1)
     assert lines[-1].startswith(f"stage {len(shipped)}: training: python -m training.train --out runs/x ")
+
+
+def test_the_time_the_recipe_takes_is_estimated_per_kind_of_machine_from_the_recorded_rates():
+    # 2 steps of 1,500 tokens in 30 min on a GPU, 2 more in 60 min on a CPU: 6,000 tokens in all
+    line = R.estimate(R.stages(recorded()))
+    assert line.startswith("2 stages, 4 steps, 0M batch tokens")
+    assert "about 1.0 h on GPU at its stages' rate (2 tokens/s)" in line
+    assert "about 2.0 h on CPU at its stages' rate (1 tokens/s)" in line
+    assert line.index("GPU") < line.index("CPU")
 
 
 def test_stages_run_in_order_and_a_rerun_resumes_where_it_stopped(tokenizer_path, tmp_path, capsys):
