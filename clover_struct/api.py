@@ -108,8 +108,18 @@ def check_model(model) -> None:
                          "or nothing for the embedded clover-mini")
 
 
+# A NOTAM item's letter glued to what it says (B)2604270300, G)UNL): read as B) 2604270300.
+_GLUED_ITEM = re.compile(r"(?<![^\s(])([A-GQa-gq]\))(?=[^\s)])")
+
+
+def as_read(text: str) -> str:
+    """The text as the model reads it in the prompt: line ends as "\n" and NOTAM items spaced.
+    Only the prompt changes: copies are still of the text as given (verbatim.Source)."""
+    return _GLUED_ITEM.sub(r"\1 ", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
 def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
-    """The prompt the canvas follows.
+    """The prompt the canvas follows, around the text `as_read`.
 
     Our models: the schema's title and the text. Checkpoints with a chat template
     (tokenizer_config.json): the template around an instruction that shows the
@@ -117,7 +127,7 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
     rendered as transformers renders it (trim_blocks, lstrip_blocks, loop controls, a
     sandbox, `raise_exception`, the special tokens by name: Gemma's starts with bos_token).
     """
-    title = canvas.schema.get("title", "record")
+    title, text = canvas.schema.get("title", "record"), as_read(text)
     template = getattr(tokenizer, "chat_template", None)
     if not template:
         return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")

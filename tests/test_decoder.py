@@ -234,6 +234,23 @@ CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
 
+def test_the_model_reads_glued_notam_items_spaced_and_copies_from_the_text_as_given(toy_tokenizer):
+    from clover_struct.api import as_read, prompt_ids
+    from clover_struct.schema_walk import build_canvas
+
+    assert as_read("A)ZBPE B)2604270300\r\nE) 5NM (B)ONE f(x)y\rG)UNL") == \
+        "A) ZBPE B) 2604270300\nE) 5NM (B) ONE f(x)y\nG) UNL"
+    text = "A)ZBPE B)AB12 Ann\r\nC)CD34 Bo"
+    prompt = toy_tokenizer.decode(prompt_ids(toy_tokenizer, text, build_canvas(Route, toy_tokenizer)))
+    assert "A) ZBPE B) AB12 AnnC) CD34" in prompt       # (the toy tokenizer has no newline)
+    for seed in range(3):
+        got, trace = extract(text, Route, model=tiny_model(toy_tokenizer, seed=seed, std=0.5), trace=True)
+        for k, stop in enumerate(got.stops):        # every copy is a piece of the text as given
+            for key in ("gate", "who"):
+                start, end = trace.spans[f"stops[{k}].{key}"]
+                assert text[start:end].split() == getattr(stop, key).split(), (seed, got)
+
+
 def test_checkpoints_with_a_chat_template_get_it(toy_byte_tokenizer, monkeypatch):
     from clover_struct.api import prompt_ids
     from clover_struct.schema_walk import build_canvas
