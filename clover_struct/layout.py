@@ -33,6 +33,9 @@ items after the first (what follows the list joins the last): its items are then
 decoded one after the other, each seeing the ones before as history (`Canvas.blocks`).
 Their verbatim slots copy in the order of the text: each starts after what the item
 before copied and after the verbatim slots before it in its own item (rows.copied_after).
+The list copies whole runs of the text: its first piece is not one that follows a piece
+of an item with only separators between, and an item whose piece so follows the item
+before is present ("5130N 00010W - 5140N 00020W, 5150N ..." is read to its end).
 Plain data: knows nothing of torch, of models, or of token automata (that is
 constraints.py); the tokenizer only encodes fixed text and choices, and reads
 token bytes back. The JSON Schema walk that builds a canvas is schema_walk.py

@@ -329,20 +329,19 @@ class Verbatim:
 
     def separated(self, start: int) -> int:
         """Where the separators before `start` of the text begin (`start` if there are none)."""
-        data, lo = self.source.data, max(0, start - 32)
-        while lo < start and data[lo] & 0xC0 == 0x80:     # not inside a character
-            lo += 1
-        return start - len(_BEFORE.search(data[lo:start].decode()).group().encode())
+        before = self.source.data[max(0, start - 32):start].decode(errors="surrogateescape")
+        return start - len(_BEFORE.search(before).group().encode(errors="surrogateescape"))
 
     def adjoins(self, state, offset: int) -> bool:
         """Whether the copy begun in `state` starts after `offset` with only separators between."""
         ends = state[2]
         return (isinstance(ends, tuple) and len(ends) == 1 and offset <= ends[0]
-                and _BETWEEN.fullmatch(self.source.data[offset:ends[0]].decode(errors="replace")) is not None)
+                and _BETWEEN.fullmatch(self.source.data[offset:ends[0]].decode(errors="surrogateescape")) is not None)
 
     def ends_at(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole ends at `offset` of the text."""
-        return any(offset in self._ends_from(start) for start in self.source.starts(max(0, offset - 2 * self.budget))
+        reach = self.budget * int(self.pieces.lengths.max())     # the longest a piece can be
+        return any(offset in self._ends_from(start) for start in self.source.starts(max(0, offset - reach))
                    if start < offset)
 
     def _ends_from(self, start: int) -> set[int]:
