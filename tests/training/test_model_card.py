@@ -225,6 +225,11 @@ def test_stages_trained_over_the_shipped_directory_get_their_own(tmp_path):
         ("runs/mini-1", None), ("runs/mini-2", "runs/mini-1"), ("runs/mini", "runs/mini-2")]
 
 
+def test_stages_trained_from_a_path_of_the_training_machine_get_a_directory_of_their_own(tmp_path):
+    assert three_stage_outs(tmp_path, "/work/runs/a", str(tmp_path / "second")) == [
+        ("runs/mini-1", None), ("runs/mini-2", "runs/mini-1"), ("runs/mini", "runs/mini-2")]
+
+
 def test_the_shipped_model_unpacks_into_a_run_a_next_stage_starts_from(tmp_path):
     run = MC.unpack(MC.SHIPPED, tmp_path / "mini-6")
     recorded = json.loads((MC.SHIPPED / "training.json").read_text())
