@@ -261,8 +261,12 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
         raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
                                   f"{room} beside the canvas; shorten it or pass truncate=True")
     keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
-    kept = tok.decode(tok.encode(text)[:keep])
-    return prompt_ids(tok, kept, canvas)[:room], kept
+    while True:     # the prompt around the kept text may take more tokens than the text alone
+        kept = tok.decode(tok.encode(text)[:keep])
+        ids = prompt_ids(tok, kept, canvas)
+        if len(ids) <= room or keep == 0:
+            return ids[:room], kept
+        keep = max(keep - (len(ids) - room), 0)
 
 
 def field_paths(canvas) -> dict[str, list[int]]:

@@ -223,9 +223,11 @@ def test_a_truncated_text_binds_verbatim_fields_to_the_part_the_model_sees(toy_t
     model = tiny_model(toy_tokenizer, block_size=64, max_position_embeddings=256)
     seen, for_text = [], api.for_text
     monkeypatch.setattr(api, "for_text", lambda automata, text, tok: seen.append(text) or for_text(automata, text, tok))
-    text = "zone near the harbour " * 40 + "TAIL9"
+    text = "B)zone near the harbour " * 40 + "TAIL9"      # read as "B) zone": more tokens than written
     with pytest.raises(ExtractionError, match="pass truncate=True"):
         extract(text, Zone, model=model)
     value = extract_many([text], Zone, model=model, truncate=True)[0]
     assert isinstance(value, (Zone, ExtractionError))
     assert text.startswith(seen[0]) and 0 < len(seen[0]) < len(text) and "TAIL9" not in seen[0]
+    canvas = api.lay_out(Zone, model)       # the whole prompt fits beside the canvas, its end included
+    assert len(api.prompt_ids(toy_tokenizer, seen[0], canvas)) <= 256 - len(canvas.ids)
