@@ -72,9 +72,10 @@ def training_summary(run: Path, hardware: str | None) -> dict:
 def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = None) -> dict:
     before, init = state.get("before"), state["args"].get("init")
     shipped = before and "command" in before   # started from the shipped model: its record, summed up already
-    if before and (init in (RUN_DIR, SHIPPED_DIR) or Path(init).is_absolute()):   # the one before gets a
-        chain = stages(before)                                                   # directory of its own
-        # runs/mini-k for the k-th stage; one more past a shipped record (its 17th took runs/mini-18)
+    if before and (init in (RUN_DIR, SHIPPED_DIR) or Path(init).is_absolute()):
+        # the one before gets a directory of its own: runs/mini-k for the k-th stage, one more
+        # past a shipped record (whose 17th stage took runs/mini-18)
+        chain = stages(before)
         init = f"{RUN_DIR}-{len(chain) + any('command' in s for s in chain)}"
         state = {**state, "args": {**state["args"], "init": init}}
     summary = stage_summary(state, last_log, out, hardware)

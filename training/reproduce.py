@@ -10,9 +10,9 @@ tokenizer. A finished stage is skipped and an interrupted one resumed, so the co
 simply be run again after a stop. --twin trains the autoregressive twin that
 benchmarks/compare.py runs: the same stages, step for step, with --objective causal.
 
-It first prints how long the whole recipe takes, estimated from the recorded stages: their
-batches' tokens over the rate at which the stages run on each kind of machine (GPU, CPU)
-trained, so a kind on which no stage ran gets no estimate.
+It first prints how long the whole recipe takes on each kind of machine (GPU, CPU) a
+recorded stage ran on: every stage's batch tokens over the rate the stages trained at there
+(an estimate, not a run of the whole).
 """
 
 from __future__ import annotations
