@@ -120,6 +120,16 @@ def _piece(pattern: str, tokens: int, description: str, default=...) -> Field:
     return Field(default, pattern=pattern, description=description, json_schema_extra={"max_tokens": tokens, **VERBATIM})
 
 
+def _limit(piece: str, other: Optional[str]) -> tuple[Optional[float], Optional[str]]:
+    """A limit piece in metres and its reference; a height that names none takes the one the
+    other limit names (above ground or sea level), else DEFAULT_REF."""
+    try:
+        named = read_limit(other)[1] if other is not None else None
+    except ValueError:      # the other limit's own check says what is wrong with it
+        named = None
+    return read_limit(piece, named if named in ("AGL", "AMSL") else DEFAULT_REF)
+
+
 class Position(BaseModel):
     """A point as the notice writes it: latitude and longitude, each copied as written."""
 
@@ -249,7 +259,8 @@ class NoFlyZone(BaseModel):
     what the notice states (its number, items B/C/D/F/G), reason and uas_only say nothing.
     A null floor is the surface; a null ceiling is unlimited (UNL is not copied); a null
     valid_to_raw is permanent (PERM/UFN are not copied) or not stated. A height naming no
-    reference is above ground (DEFAULT_REF).
+    reference takes the one the other limit names ('海拔高度100米' to '600米': both above sea
+    level), else is above ground (DEFAULT_REF).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -294,11 +305,11 @@ class NoFlyZone(BaseModel):
     def _ceiling(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
         if v is None:
             return v
-        metres, ref = read_limit(v, DEFAULT_REF)
+        floor = info.data.get("floor")
+        metres, ref = _limit(v, floor)
         if metres is None:
             raise ValueError(f"{v!r} is unlimited: leave the field null instead")
-        floor = info.data.get("floor")
-        low, low_ref = (0.0, "AGL") if floor is None else read_limit(floor, DEFAULT_REF)
+        low, low_ref = (0.0, "AGL") if floor is None else _limit(floor, v)
         # Only comparable in one reference: 1200FT AGL over a valley may lie below 200M AMSL.
         if "floor" in info.data and ref == low_ref and metres < low:
             raise ValueError(f"ceiling {metres:.0f} m is below floor {low:.0f} m")
@@ -353,19 +364,19 @@ class NoFlyZone(BaseModel):
 
     @property
     def floor_m(self) -> float:
-        return 0.0 if self.floor is None else read_limit(self.floor, DEFAULT_REF)[0]
+        return 0.0 if self.floor is None else _limit(self.floor, self.ceiling)[0]
 
     @property
     def floor_ref(self) -> str:
-        return "AGL" if self.floor is None else read_limit(self.floor, DEFAULT_REF)[1]
+        return "AGL" if self.floor is None else _limit(self.floor, self.ceiling)[1]
 
     @property
     def ceiling_m(self) -> Optional[float]:
-        return None if self.ceiling is None else read_limit(self.ceiling, DEFAULT_REF)[0]
+        return None if self.ceiling is None else _limit(self.ceiling, self.floor)[0]
 
     @property
     def ceiling_ref(self) -> Optional[str]:
-        return None if self.ceiling is None else read_limit(self.ceiling, DEFAULT_REF)[1]
+        return None if self.ceiling is None else _limit(self.ceiling, self.floor)[1]
 
     @property
     def valid_from(self) -> Optional[datetime]:

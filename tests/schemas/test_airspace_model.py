@@ -86,6 +86,10 @@ def test_every_notation_of_a_centre(lat, lon, expected):
     ("surface", "150 m AGL", (0.0, "AGL", 150.0, "AGL")),
     ("1500FT AMSL", None, (1500 * FT, "AMSL", None, None)),
     (None, "120米", (0.0, "AGL", 120.0, "AGL")),   # no reference stated: above ground
+    ("海拔高度100米", "600米", (100.0, "AMSL", 600.0, "AMSL")),   # one reference named for both limits
+    ("1000FT", "3000FT AMSL", (1000 * FT, "AMSL", 3000 * FT, "AMSL")),
+    ("真高500米", "1500米", (500.0, "AGL", 1500.0, "AGL")),
+    ("FL100", "12000FT", (10000 * FT, "STD", 12000 * FT, "AGL")),   # a flight level names no height's
 ])
 def test_limits_are_read(floor, ceiling, expected):
     z = circle(floor=floor, ceiling=ceiling)
