@@ -224,9 +224,9 @@ class Row:
         ends = [self.automata[j].copied_to(self.state[j]) for j in self.copied_after[i]]
         ends = [e for e in ends if e is not None]
         if ends:
-            self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i),
-                                                           or_anywhere=self.may_be_absent(i) is None)
             item = self.may_be_absent(i)
+            self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i),
+                                                           or_anywhere=item is None)
             if item is not None and self.automata[i].adjoins(self.state[i], max(ends)):
                 self.set_present(item)
 
