@@ -79,8 +79,10 @@ def _en_times(rng: random.Random, spec: ZoneSpec, meant: N.Meant, prose: bool):
     elif prose and b is not None and form == 0 and start.date() == end.date() and rng.random() < 0.7:
         b = f"{end:%H:%M}"   # the end shares the start's day: '... 06:00 to 11:30'
         prose = f"from {a} to {b}{clock}"
+    elif prose and b is not None and rng.random() < 0.4:   # the clock named once, after the end
+        prose = f"from {a} {rng.choice(['to', 'until', 'through'])} {b}{clock}"
     else:
-        prose = f"from {s} " + (e if b is None else f"until {e}")
+        prose = f"from {s} " + (e if b is None else f"{rng.choice(['until', 'until', 'to'])} {e}")
     return prose, s, e, a, b, offset
 
 
@@ -129,9 +131,15 @@ def en_notice(rng: random.Random, spec: ZoneSpec, style: str) -> tuple[str, NoFl
                   else rng.choice(["No exemptions will be granted.", "", ""]))
     if style == "drone_en_prose":
         title = rng.choice(["DRONE NO-FLY ZONE NOTICE", "Temporary flight restriction for drones",
-                            "Notice to drone operators", "PUBLIC NOTICE: AIRSPACE RESTRICTION"])
-        verb = rng.choice(["are prohibited from flying", "may not operate", "must not fly"])
-        body = f"Due to {reason}, {who} {verb} {area_prose} {vertical}, {when}."
+                            "Notice to drone operators", "PUBLIC NOTICE: AIRSPACE RESTRICTION", ""])
+        if rng.random() < 0.6:
+            verb = rng.choice(["are prohibited from flying", "may not operate", "must not fly"])
+            body = f"Due to {reason}, {who} {verb} {area_prose} {vertical}, {when}."
+        else:   # the flights banned, the reason last
+            flights = (rng.choice(["Drone flights", "Unmanned aircraft flights", "Drone operations"]) if spec.uas_only
+                       else rng.choice(["All flights", "Flights of all aircraft, drones included,"]))
+            verb = rng.choice(["are banned", "are prohibited", "are not permitted"])
+            body = f"{flights} {verb} {area_prose} {vertical} {when} for {reason}."
         if schedule:
             body += f" The restriction is active {schedule}." if schedule.startswith("daily") else f" Hours: {schedule}."
         text = f"{title}\n\n{body} {permission}".strip()
@@ -191,7 +199,7 @@ def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Mea
         unit = "米" if spec.radius_m < 3000 and rng.random() < 0.7 else "公里"
         r, meant.radius_m = N.radius(rng, spec.radius_m, unit)
         c_text, (lat, lon), meant.center = _zh_point(*spec.center, notation, places, lon_first)
-        where = f"以{c_text}为中心、半径{r}的圆形区域"
+        where = f"以{c_text}为中心、半径{r}" + rng.choice(["的圆形区域", "的圆形区域", "范围"])
         area, meant.kind = N.circle_area(lat, lon, r), "circle"
     else:
         pts = [_zh_point(x, y, notation, places, lon_first) for x, y in spec.vertices]
@@ -219,7 +227,8 @@ def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Mea
     if spec.windows:
         schedule = "每日" + "、".join(f"{x[:2]}:{x[2:]}至{y[:2]}:{y[2:]}" for x, y in spec.windows)
     title = f"{city}{rng.choice(['公安局', '人民政府', '空管部门'])}关于划设临时禁飞区域的通告"
-    body = f"因{reason}需要，{when}，在{where}内{height}，禁止{who}飞行。"
+    ban = f"禁止{who}飞行" if rng.random() < 0.6 else f"设立{rng.choice(['临时', ''])}禁飞区，禁止{who}飞行"
+    body = f"因{reason}需要，{when}，{rng.choice(['在', ''])}{where}内{height}，{ban}。"
     if schedule:
         body += f"管制时段为{schedule}。"
     if spec.authorisable:
@@ -228,4 +237,4 @@ def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Mea
         body += "违者将依法处理。"
     gold = NoFlyZone(floor=floor, ceiling=ceiling, valid_from_raw=a, valid_to_raw=b, utc_offset_hours=offset,
                      schedule=schedule, uas_only=spec.uas_only, reason=reason, area=area)
-    return f"{title}\n{body}\n特此通告。", gold, meant
+    return title + rng.choice(["\n", "："]) + f"{body}\n特此通告。", gold, meant

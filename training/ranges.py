@@ -108,6 +108,9 @@ def range_notice(rng: random.Random) -> tuple[str, NoFlyZone, N.Meant]:
         (f"{activity}. EST FALL AREA OF DEBRIS WI:", activity),
         (f"AIRSPACE CLOSED DUE TO {activity}.\nAREA AS FLW:\nGEO:", activity),
         (f"DANGER AREA ACTIVATED FOR {activity} BOUNDED BY", activity),
+        (f"SPECIAL OPS ({activity}) WILL TAKE PLACE WI:", activity),
+        (f"{activity} WILL BE CONDUCTED.\nEST FALL AREA OF {rng.choice(['DEBRIS', 'UNBURNED DEBRIS', 'ROCKET STAGE'])}"
+         " WI:", activity),
     ])
     ending = rng.choice(["", "", f"\n({rng.randint(20, 400)}NM {rng.choice(['N', 'NE', 'SE', 'WEST', 'NORTHWEST'])} OF "
                                   f"{P} AP).", "\nAIRCRAFT ARE FORBIDDEN TO FLY INTO THE AREA.",

@@ -47,6 +47,8 @@ def _vertical(rng, spec: ZoneSpec, meant: N.Meant, fdc: bool) -> tuple[str, str,
     ref = "AGL" if spec.ceiling_ref == "AGL" or rng.random() < 0.4 else "AMSL"
     metres = spec.ceiling_m or rng.uniform(300, 5000)
     feet = max(100, round(metres / N.FT / 100) * 100)
+    if fdc and feet > 1000 and rng.random() < 0.25:
+        feet -= 1   # SFC-2999FT AGL, SFC-17999FT MSL: just below the next altitude
     meant.ceiling_m, meant.ceiling_ref = feet * N.FT, ref
     if fdc:
         floor = rng.choice(["SFC", "SURFACE"])
@@ -62,7 +64,7 @@ def _fdc(rng, spec, meant, start, end, reason, uas):
     state, artcc = rng.choice(STATES), "Z" + draw.letters(rng, 2)
     nid = f"{start.year % 10}/{rng.randint(1000, 9999)}"
     if spec.radius_m is not None:
-        r, meant.radius_m = N.radius(rng, max(spec.radius_m, 926.0), "NM", ["NM"])
+        r, meant.radius_m = N.radius(rng, max(spec.radius_m, 926.0), "NM", ["NM", "NM", " NM", " NAUTICAL MILES"])
         lat, lon, meant.center = _position(rng, *spec.center, "dms")
         meant.kind = "circle"
         navaid = f" ({draw.letters(rng, 3)} VOR/DME {rng.randint(1, 360):03d} DEGREES {rng.randint(1, 40)}.{rng.randint(0, 9)}NM)"
@@ -75,18 +77,33 @@ def _fdc(rng, spec, meant, start, end, reason, uas):
         where = " TO ".join(a + b for a, b, _ in pts)
         area = N.polygon_area([(a, b) for a, b, _ in pts])
     vertical, floor, ceiling = _vertical(rng, spec, meant, True)
-    b, c = N.icao_time(start), N.icao_time(end)
+    icao, offset = rng.random() < 0.75, rng.choice([-4, -5, -6, -7, -8, -10]) if rng.random() < 0.4 else None
+    (b_text, b), (c_text, c) = (_fdc_time(t, icao, offset) for t in (start, end))
     who = "UNMANNED AIRCRAFT OPERATIONS ARE PROHIBITED" if uas else rng.choice([
         "PURSUANT TO 14 CFR SECTION 91.137(A)(2)", "PURSUANT TO 49 USC 40103(B)", "PURSUANT TO 14 CFR SECTION 99.7"])
-    text = (f"!FDC {nid} {artcc} {state}..AIRSPACE {place(rng)}, {state}..TEMPORARY FLIGHT RESTRICTIONS WI AN AREA "
-            f"DEFINED AS {where} {vertical} EFFECTIVE {b} UTC UNTIL {c} UTC. {who} DUE TO {reason}. "
-            f"{place(rng)} {rng.choice(['POLICE', 'FIRE DEPT', 'EOC'])} TEL {rng.randint(200, 999)}-{rng.randint(200, 999)}-"
-            f"{rng.randint(1000, 9999)} IS THE POINT OF CONTACT. {b}-{c}")
+    why = f" {who} DUE TO {reason}." if uas or rng.random() < 0.7 else f" {who}."
+    text = (f"!FDC {nid} {artcc} {state}..AIRSPACE {place(rng)}, {state}..TEMPORARY FLIGHT RESTRICTIONS "
+            f"{rng.choice(['WI', 'WI', 'WITHIN'])} AN AREA DEFINED AS {where} {vertical} EFFECTIVE {b_text} UNTIL {c_text}.{why}")
+    if rng.random() < 0.6:
+        text += (f" {place(rng)} {rng.choice(['POLICE', 'FIRE DEPT', 'EOC'])} TEL {rng.randint(200, 999)}-"
+                 f"{rng.randint(200, 999)}-{rng.randint(1000, 9999)} IS THE POINT OF CONTACT.")
+    if rng.random() < 0.7:
+        text += f" {N.icao_time(start)}-{N.icao_time(end)}"
     if rng.random() < 0.3:
         text = text.replace(". ", ".\n")
     gold = NoFlyZone(notam_id=nid, floor=floor, ceiling=ceiling, valid_from_raw=b, valid_to_raw=c, uas_only=uas,
-                     reason=reason, area=area)
+                     reason=reason if why.endswith(f"{reason}.") else None, area=area)
     return text, gold, meant
+
+
+def _fdc_time(t, icao: bool, offset) -> tuple[str, str]:
+    """(as written, the piece copied): '2612051200 UTC', perhaps with the local clock after it
+    ('(0700 LOCAL 12/05/26)', offset hours from UTC), or '1200 UTC DECEMBER 5, 2026'."""
+    if not icao:
+        piece = N.english_time(N.local(t, 0), 4).upper()
+        return piece, piece
+    piece, local = N.icao_time(t), None if offset is None else N.local(t, offset)
+    return f"{piece} UTC" + ("" if local is None else f" ({local:%H%M} LOCAL {local:%m/%d/%y})"), piece
 
 
 def _listing(rng, spec, meant, start, end, reason, uas):
