@@ -83,7 +83,8 @@ def _fdc(rng, spec, meant, start, end, reason, uas):
         "PURSUANT TO 14 CFR SECTION 91.137(A)(2)", "PURSUANT TO 49 USC 40103(B)", "PURSUANT TO 14 CFR SECTION 99.7"])
     why = f" {who} DUE TO {reason}." if uas or rng.random() < 0.7 else f" {who}."
     text = (f"!FDC {nid} {artcc} {state}..AIRSPACE {place(rng)}, {state}..TEMPORARY FLIGHT RESTRICTIONS "
-            f"{rng.choice(['WI', 'WI', 'WITHIN'])} AN AREA DEFINED AS {where} {vertical} EFFECTIVE {b_text} UNTIL {c_text}.{why}")
+            f"{rng.choice(['WI', 'WI', 'WITHIN'])} AN AREA DEFINED AS {where} {vertical} "
+            f"EFFECTIVE {b_text} UNTIL {c_text}.{why}")
     if rng.random() < 0.6:
         text += (f" {place(rng)} {rng.choice(['POLICE', 'FIRE DEPT', 'EOC'])} TEL {rng.randint(200, 999)}-"
                  f"{rng.randint(200, 999)}-{rng.randint(1000, 9999)} IS THE POINT OF CONTACT.")

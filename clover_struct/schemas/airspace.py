@@ -130,6 +130,14 @@ def _limit(piece: str, other: Optional[str]) -> tuple[Optional[float], Optional[
     return read_limit(piece, named if named in ("AGL", "AMSL") else DEFAULT_REF)
 
 
+@lru_cache(maxsize=8192)
+def _limits(floor: Optional[str], ceiling: Optional[str]) -> tuple[tuple, tuple]:
+    """((floor metres, reference), (ceiling metres, reference)); a null floor is the surface
+    (0.0, 'AGL'), a null ceiling (None, None)."""
+    low = (0.0, "AGL") if floor is None else _limit(floor, ceiling)
+    return low, (None, None) if ceiling is None else _limit(ceiling, floor)
+
+
 class Position(BaseModel):
     """A point as the notice writes it: latitude and longitude, each copied as written."""
 
@@ -364,19 +372,19 @@ class NoFlyZone(BaseModel):
 
     @property
     def floor_m(self) -> float:
-        return 0.0 if self.floor is None else _limit(self.floor, self.ceiling)[0]
+        return _limits(self.floor, self.ceiling)[0][0]
 
     @property
     def floor_ref(self) -> str:
-        return "AGL" if self.floor is None else _limit(self.floor, self.ceiling)[1]
+        return _limits(self.floor, self.ceiling)[0][1]
 
     @property
     def ceiling_m(self) -> Optional[float]:
-        return None if self.ceiling is None else _limit(self.ceiling, self.floor)[0]
+        return _limits(self.floor, self.ceiling)[1][0]
 
     @property
     def ceiling_ref(self) -> Optional[str]:
-        return None if self.ceiling is None else _limit(self.ceiling, self.floor)[1]
+        return _limits(self.floor, self.ceiling)[1][1]
 
     @property
     def valid_from(self) -> Optional[datetime]:
