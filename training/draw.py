@@ -179,6 +179,9 @@ class ZoneSpec:
     authorisable: bool = False
 
 
+LAST_END = datetime(2049, 12, 30, tzinfo=timezone.utc)
+
+
 def zone_spec(
     rng: random.Random,
     center: Optional[tuple[float, float]] = None,
@@ -209,8 +212,10 @@ def zone_spec(
         floor_ref = "AGL"
     unlimited = rng.random() < (0.05 if agl_only else 0.12)
     ceiling_m = None if unlimited else floor_m + math.exp(rng.uniform(math.log(30), math.log(6000)))
-    t0 = start or instant(rng)
-    end = None if rng.random() < 0.1 else min(t0 + duration(rng), datetime(2049, 12, 30, tzinfo=timezone.utc))
+    # Local clocks stay in 2000-2049 (two-digit years): the end is cut at LAST_END, and a start
+    # asked for (a judgment's zone, days after its route) is moved back a day before it.
+    t0 = min(start or instant(rng), LAST_END - timedelta(days=1))
+    end = None if rng.random() < 0.1 else min(t0 + duration(rng), LAST_END)
     return ZoneSpec(
         center=(lat, lon), radius_m=radius_m, vertices=vertices,
         floor_m=floor_m, floor_ref=floor_ref, ceiling_m=ceiling_m, ceiling_ref=ceiling_ref,

@@ -4,13 +4,15 @@ the held-out family stays out of training draws."""
 import json
 import random
 import re
+from datetime import datetime, timezone
 
 import pytest
 
 from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.dispatch import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.notam import Notam
-from training import families
+from training import draw, families
+from training.data import draw_example
 from training.families import NO_ZONE
 from clover_struct.airspace.geometry import route_facts
 from training.generate import FAMILIES, HELDOUT_FAMILY, KINDS, examples, judgment_cases, main, sample
@@ -164,3 +166,13 @@ def test_cli_prints_jsonl(capsys):
     assert main(["--kind", "zone", "--n", "1", "--families", "drone_zh"]) == 0
     assert "禁止" in json.loads(capsys.readouterr().out)["text"]
     assert main(["--kind", "notam", "--families", "drone_zh"]) == 2
+
+
+def test_a_zone_asked_to_start_after_the_last_end_still_ends_after_it_starts():
+    # judgment cases ask for zones days after their route, which can be past the last
+    # two-digit year: the training data worker crashed on such a case (draw seed 2162)
+    late = datetime(2049, 12, 31, 12, tzinfo=timezone.utc)
+    for seed in range(50):
+        spec = draw.zone_spec(random.Random(seed), start=late)
+        assert spec.end is None or spec.start is None or spec.start <= spec.end
+    draw_example("verdicts", random.Random(2162))
