@@ -7,7 +7,7 @@ card prints). Each runs `training.train` with its recorded settings into OUT-1, 
 each after the first from the one before (--init), and by its step count, also where it
 was recorded by minutes: the same work on any machine. Stage 1 takes the shipped
 tokenizer. A finished stage is skipped and an interrupted one resumed, so the command can
-simply be run again after a stop. --twin trains the autoregressive twin that
+simply be run again after a stop; a stage stopped by a signal ends the command (exit 1). --twin trains the autoregressive twin that
 benchmarks/compare.py runs: the same stages, step for step, with --objective causal.
 
 It first prints how long the whole recipe takes on each kind of machine (GPU, CPU) a
@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stage {k}: {doing}: python -m training.train {shlex.join(command)}", flush=True)
             if not args.dry_run:
                 train.main(command)
+                step = done_steps(Path(out)) or 0
+                if step < stage["steps"]:   # stopped (SIGTERM, Ctrl-C): the next stage must not start from it
+                    print(f"stage {k}: stopped at step {step} of {stage['steps']}; run the same command again "
+                          "to resume", flush=True)
+                    return 1
         init = out
     return 0
 

@@ -70,3 +70,14 @@ def test_stages_run_in_order_and_a_rerun_resumes_where_it_stopped(tokenizer_path
     worst = max((a[k] - b[k]).abs().max().item() for k in a)
     print(f"resumed stage against the uninterrupted one: largest weight difference {worst:.3g}")
     assert worst <= 1e-6
+
+
+def test_a_stage_stopped_early_ends_the_command_and_the_next_stage_does_not_start(tokenizer_path, tmp_path,
+                                                                                 monkeypatch, capsys):
+    # a SIGTERM makes train save and return mid-stage; the next stage would start from half a stage
+    d, out = model_dir(tmp_path, tokenizer_path, recorded()), str(tmp_path / "run")
+    train_main = T.main
+    monkeypatch.setattr(R.train, "main", lambda argv: train_main(argv + ["--stop-after", "1"]))
+    assert R.main(["--out", out, "--model", str(d)]) == 1
+    assert "stage 1: stopped at step 1 of 2; run the same command again to resume" in capsys.readouterr().out
+    assert not (tmp_path / "run").exists()
