@@ -2,8 +2,9 @@
 
 Family `zone_none`: NOTAMs in the ICAO layouts (one-line, multi-line, FAA with CRLF)
 whose item E restricts no volume: runway, taxiway and apron closures, lighting and navaid
-outages, cranes and obstacles, hours, procedures, services. Their gold has no area; it
-still copies what every notice states (number, items B, C, D, F, G). Family
+outages, cranes and obstacles (FAA's own form too: `CRANE (ASN ...) 403837N0734718W (0.5NM
+WNW JFK) 253FT (241FT AGL)`), hours, procedures, services. Their gold has no area; it still
+copies what every notice states (number, items B, C, D, F, G). Family
 `zone_garbage`: text that is no notice at all (chat, logs, word salad, stray digits):
 its gold is empty. Knows nothing of models; the real notices are never read here.
 """
@@ -26,7 +27,7 @@ _LIGHTS = ("PAPI", "APCH LGT", "RCLL", "TDZ LGT", "REDL", "TWY CL LGT", "ABN", "
 def _body(rng: random.Random) -> str:
     """One statement that restricts no volume (lighting, obstacles, closures), or item E of notams.py without zones."""
     r = rng.randint
-    t = rng.randrange(6)
+    t = rng.randrange(7)
     if t == 0:
         return f"RWY {_rwy(rng)[:3]} {rng.choice(_LIGHTS)} {rng.choice(['U/S', 'NOT AVBL', 'OPR AT REDUCED INTENSITY'])}."
     if t == 1:
@@ -41,6 +42,13 @@ def _body(rng: random.Random) -> str:
     if t == 4:
         return (f"{rng.choice(['RNAV (GNSS)', 'ILS', 'VOR'])} {rng.choice(['APCH', 'SID', 'STAR'])} RWY {_rwy(rng)[:2]} "
                 f"{rng.choice(['NOT AVBL', 'SUSPENDED', 'AMENDED'])}. {rng.choice(['', 'MNM ALT ' + str(r(10, 60) * 100) + 'FT.'])}")
+    if t == 5:   # FAA obstacle: its number, its position, where that lies from the airport, its heights
+        agl = r(40, 900)
+        return (f"{rng.choice(['CRANE', 'RIG', 'TOWER', 'WIND TURBINE', 'BLDG'])} (ASN {r(2015, 2049)}-"
+                f"{rng.choice(['AEA', 'AGL', 'ASO', 'ASW', 'ANM', 'AWP', 'ACE', 'ANE'])}-{r(1, 9999)}-"
+                f"{rng.choice(['NRA', 'OE'])}) {_pos(rng).replace(' ', '')} ({r(0, 9)}.{r(1, 9)}NM "
+                f"{rng.choice(['N', 'NE', 'E', 'SE', 'S', 'SW', 'W', 'NW', 'WNW', 'ESE'])} {draw.letters(rng, 3)}) "
+                f"{agl + r(5, 900)}FT ({agl}FT AGL) {rng.choice(['FLAGGED AND LGTD', 'LGTD', 'FLAGGED', 'NOT LGTD'])}")
     return item_e(rng, zones=False)
 
 
@@ -69,7 +77,7 @@ _WORDS = ("the", "meeting", "lunch", "invoice", "please", "send", "report", "wea
 
 def garbage(rng: random.Random) -> tuple[str, NoFlyZone, N.Meant]:
     """Text that is no notice: chat, a log line, word salad, random characters or digits."""
-    t = rng.randrange(6)
+    t = rng.randrange(7)
     if t == 0:
         text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 40))).capitalize() + "."
     elif t == 1:
