@@ -137,7 +137,7 @@ def hhmm(rng: random.Random) -> str:
 
 
 def daily_windows(rng: random.Random) -> list[tuple[str, str]]:
-    return [(hhmm(rng), hhmm(rng)) for _ in range(rng.choice([1, 1, 1, 2]))]
+    return [(hhmm(rng), hhmm(rng)) for _ in range(rng.choice([1, 1, 2, 2, 3]))]
 
 
 def icao_schedule(rng: random.Random) -> str:

@@ -3,9 +3,11 @@
 Family `zone_faa_tfr`. The FDC form runs on one line (`!FDC 6/4321 ZLA CA..AIRSPACE ...
 WI AN AREA DEFINED AS 3NM RADIUS OF 340356N1181459W ... SFC-3000FT AGL EFFECTIVE
 2612051200 UTC UNTIL 2612052000 UTC`), polygons as `... TO ... TO ...`; the listing
-gives one field a line with times such as `1200 UTC December 5, 2026` and positions in
-symbols or decimals. The wording is this module's own. Returns the text, the gold
-NoFlyZone and its meaning. Knows nothing of models; the real notices are never read here.
+gives one field a line, its fields in any order and a circle perhaps split into `Center:`,
+`Radius:` and `Altitude:` lines, with times such as `1200 UTC December 5, 2026` or `December
+05, 2026 at 1200 UTC` and positions in symbols or decimals. The wording is this module's own.
+Returns the text, the gold NoFlyZone and its meaning. Knows nothing of models; the real
+notices are never read here.
 """
 
 from __future__ import annotations
@@ -108,24 +110,36 @@ def _fdc_time(t, icao: bool, offset) -> tuple[str, str]:
 
 
 def _listing(rng, spec, meant, start, end, reason, uas):
+    """The TFR web listing: one field a line. The area on one line (`Area: Within 3 NM of ...,
+    from the surface ...`) or, for a circle half the time, as the detail page splits it
+    (`Center:`, `Radius:`, `Altitude:` lines); times '1200 UTC December 5, 2026' or
+    'December 05, 2026 at 1200 UTC'."""
     notation = rng.choice(["symbols", "decimal", "dms"])
     places = rng.choice([4, 5]) if notation == "decimal" else 0
+    comma = ", " if notation == "decimal" else " "
+    vertical, floor, ceiling = _vertical(rng, spec, meant, False)
     if spec.radius_m is not None:
         r, meant.radius_m = N.radius(rng, max(spec.radius_m, 926.0), "NM", [" nautical miles", " NM"])
         lat, lon, meant.center = _position(rng, *spec.center, notation, places)
         meant.kind = "circle"
-        where = f"Within {r} of {lat}{', ' if notation == 'decimal' else ' '}{lon}"
         area = N.circle_area(lat, lon, r)
+        where = ([f"Area: Within {r} of {lat}{comma}{lon}, {vertical}"] if rng.random() < 0.5 else
+                 [f"Center: {lat}{comma}{lon}", f"Radius: {r}", f"Altitude: {vertical[0].upper()}{vertical[1:]}"])
     else:
         pts = [_position(rng, a, b, notation, places) for a, b in spec.vertices]
         meant.kind, meant.vertices = "polygon", [p[2] for p in pts]
-        where = "Bounded by " + "; ".join(f"{a}{', ' if notation == 'decimal' else ' '}{b}" for a, b, _ in pts)
+        where = ["Area: Bounded by " + "; ".join(f"{a}{comma}{b}" for a, b, _ in pts) + f", {vertical}"]
         area = N.polygon_area([(a, b) for a, b, _ in pts])
-    vertical, floor, ceiling = _vertical(rng, spec, meant, False)
-    a, b = (N.english_time(N.local(t, 0), 4) for t in (start, end))   # '1200 UTC December 5, 2026'
-    lines = [f"TFR {start.year % 10}/{rng.randint(1000, 9999)}", f"Type: {rng.choice(KINDS)}",
-             f"Location: {place(rng, title=True)}, {rng.choice(STATES)}", f"Beginning Date and Time: {a}",
-             f"Ending Date and Time: {b}", f"Reason: {reason}", f"Area: {where}, {vertical}"]
+    if rng.random() < 0.5:
+        a, b = (N.english_time(N.local(t, 0), 4) for t in (start, end))   # '1200 UTC December 5, 2026'
+    else:
+        a, b = (f"{N.MONTHS[t.month - 1]} {t:%d}, {t.year} at {t:%H%M} UTC" for t in (start, end))
+    head = f"TFR {start.year % 10}/{rng.randint(1000, 9999)}" if rng.random() < 0.6 else "Temporary Flight Restriction"
+    fields = [[f"Type: {rng.choice(KINDS)}"], [f"Location: {place(rng, title=True)}, {rng.choice(STATES)}"],
+              [f"Beginning Date and Time: {a}", f"Ending Date and Time: {b}"],
+              [f"{rng.choice(['Reason', 'Reason for NOTAM'])}: {reason}"]]
+    rng.shuffle(fields)
+    lines = [head, *(line for field in fields for line in field), *where]
     if uas:
         lines.append("Unmanned aircraft (drone) operations are prohibited.")
     eol = rng.choice(["\n", "\r\n"])

@@ -80,10 +80,12 @@ def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, N
         area = [(p[1], p[2]) for p in pts]   # located in the laid-out text below
     if spec.uas_only:
         head = rng.choice([f"UAS RESTRICTION DUE TO {reason}", f"RESTRICTED AREA (TEMPORARY) FOR UAS ONLY DUE TO {reason}",
-                           f"{reason}. UAS FLIGHTS PROHIBITED", f"{reason}. UNMANNED ACFT PROHIBITED"])
+                           f"{reason}. UAS FLIGHTS PROHIBITED", f"{reason}. UNMANNED ACFT PROHIBITED",
+                           f"UAS FLIGHTS PROHIBITED DUE TO {reason}", f"UNMANNED ACFT FLIGHTS PROHIBITED DUE TO {reason}"])
     else:
         head = rng.choice([reason, f"RESTRICTED AREA (TEMPORARY) ESTABLISHED DUE TO {reason}",
-                           f"{reason}. ALL ACFT PROHIBITED", f"PILOTS ARE REQUESTED NOT TO OVERFLY {reason}"])
+                           f"{reason}. ALL ACFT PROHIBITED", f"PILOTS ARE REQUESTED NOT TO OVERFLY {reason}",
+                           f"ALL FLIGHTS PROHIBITED DUE TO {reason}"])
     body = f"{head} {area_text} ({P})."
     if spec.authorisable:
         body += f" FLIGHTS WI THE AREA REQUIRE PRIOR PERMISSION FROM {place(rng)} ATC ON {draw.phone(rng)}."
