@@ -4,7 +4,7 @@ import datetime
 import enum
 import json
 import re
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Literal, Optional, Union
 
 import pytest
 from pydantic import BaseModel, Field

@@ -9,7 +9,7 @@ its pieces, and what they mean (notation.Meant). Knows nothing of models or ICAO
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Optional
 
 from clover_struct.schemas.airspace import NoFlyZone

@@ -89,7 +89,6 @@ def _chain(state: dict, last_log: dict | None, out: str, hardware: str | None = 
     return summary
 
 
-
 def stages(t: dict) -> list[dict]:
     """The stages of a training summary, first first."""
     return (stages(t["before"]) if t.get("before") else []) + [t]
