@@ -120,6 +120,7 @@ class Row:
                              for i, after in enumerate(copied_after(canvas))]
         self.heads = {h: last for h, last in run_heads(canvas).items() if bound[h] and bound[last]}
         self.placed: set[int] = set()           # slots whose copy's start copy_after or copy_run has set
+        self._unreachable: dict[tuple[int, int], list[int]] = {}   # (choice slot, candidates) -> barred
         for g in canvas.groups:
             if g.required:
                 self.set_present(g.index)
@@ -254,6 +255,34 @@ class Row:
     def choices(self, i) -> list[list[int]]:
         return self.automata[i].candidates(allow_empty=self.may_be_absent(i) is not None).tolist()
 
+    def unreachable(self, i, cands) -> list[int]:
+        """The candidates of choice slot i that select a union variant the text cannot fill: one
+        with a copy it must make (a required verbatim string, in required groups) of which the
+        text holds no piece, as a circle's radius in a notice that states none. None of them if
+        every candidate would be (the slot's choice then stands as the model makes it)."""
+        key = (i, len(cands))
+        if key not in self._unreachable:
+            unfilled = {tag for g in self.canvas.groups if g.kind == "variant" and g.selector == i
+                        and not all(self.automata[j].has_piece() for j in self._must_copy(g))
+                        for tag in g.tags}
+            s, ids, out = self.canvas.slots[i], list(self.ids), []
+            for k, cand in enumerate(cands if unfilled else ()):
+                ids[s.start:s.end] = cand
+                if self.canvas.slot_text(ids, i) in unfilled:
+                    out.append(k)
+            self._unreachable[key] = out if len(out) < len(cands) else []
+        return self._unreachable[key]
+
+    def _must_copy(self, g) -> list[int]:
+        """The verbatim slots of group g that are written whenever g is: no group between is optional."""
+        out = []
+        for j in g.slots:
+            chain = self.groups_of[j]
+            if hasattr(self.automata[j], "has_piece") and all(
+                    self.canvas.groups[k].required for k in chain[chain.index(g.index) + 1:]):
+                out.append(j)
+        return out
+
     def select_variants(self, i, step):
         """A union tag was written: its variant is present, the others absent."""
         tag = self.canvas.slot_text(self.ids, i)
@@ -301,6 +330,7 @@ def choice_scores(row: Row, i, lp):
             tokens = sorted(set(column))
             row.top[p] = (lp[p][tokens].tolist(), tokens)
             scores += lp[p][column].double()
+    scores[row.unreachable(i, cands)] = -math.inf
     row.trace.constraint_seconds += time.perf_counter() - started
     return cands, scores.float()
 

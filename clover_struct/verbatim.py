@@ -9,7 +9,9 @@ run of whitespace as one space. A piece is not empty (a nullable field says it i
 with null) and starts and ends at a word edge: not inside a run of ASCII digits or of
 letters (`AB12` is no piece of `AB123`; `N` and `005` are pieces of `4730N005`). Where the
 text holds no piece the pattern accepts, the slot goes on under its automaton alone, so a
-verbatim slot is never stuck where its automaton is not.
+verbatim slot is never stuck where its automaton is not; but a union variant with a copy it
+must make and the text cannot give (a circle's radius where none is stated) is not chosen
+while another variant or null can be (`has_piece`, rows.Row.unreachable).
 
 Matching is done once per text for the whole vocabulary: every token's bytes are looked
 up at every offset (numpy, one pass per token length), so a decoding step only gathers
@@ -308,6 +310,14 @@ class Verbatim:
         if start is not None:
             return q, inside, (start,)
         return state if or_anywhere else (q, inside, len(self.source.edge))   # past the text's end
+
+    def has_piece(self) -> bool:
+        """Whether the text holds a piece this slot's pattern accepts whole, where the slot must
+        hold one (a string that may not be null): a union variant needing such a copy where the
+        text has none is not chosen (rows.Row.unreachable). True where the slot may be null."""
+        if not (self.patterned and self.initial[1]):
+            return True
+        return isinstance(self.starting_from(self.initial, 0, self.budget)[2], tuple)
 
     def starting_a_run(self, state, remaining: int, last: Verbatim):
         """A list's first value, its copy to start where a run of the list's pieces starts: at a

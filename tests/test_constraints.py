@@ -318,6 +318,42 @@ def test_verbatim_values_are_whole_pieces_of_the_text(toy_tokenizer):
     assert codes == {"AB12", "AB123"}
 
 
+class Round(BaseModel):
+    kind: Literal["round"] = "round"
+    radius: str = Field(pattern=r"\d+NM", json_schema_extra={"verbatim": True})
+
+
+class Boxed(BaseModel):
+    kind: Literal["boxed"] = "boxed"
+    corner: str = Field(pattern=r"[A-Z]{3}", json_schema_extra={"verbatim": True})
+    note: Optional[str] = Field(None, pattern=r"\d+NM", json_schema_extra={"verbatim": True})
+
+
+class Shaped(BaseModel):
+    shape: Optional[Annotated[Union[Round, Boxed], Field(discriminator="kind")]] = None
+
+
+def test_a_variant_that_must_copy_what_the_text_lacks_is_not_chosen(toy_tokenizer):
+    """A circle's radius is copied: where the text states none, the model may not pick the
+    circle (it would have to write the radius); an optional copy bars nothing, and where no
+    variant can be filled the null is left."""
+    from clover_struct.rows import Row
+    from clover_struct.verbatim import for_text
+
+    canvas = build_canvas(Shaped, toy_tokenizer)
+    i = next(k for k, s in enumerate(canvas.slots) if s.kind == "choice")
+
+    def barred(text):
+        row = Row(canvas, for_text(compile_canvas(canvas), text, toy_tokenizer))
+        cands = row.choices(i)
+        return sorted(toy_tokenizer.decode([t for t in cands[k] if t != canvas.pad_id])
+                      for k in row.unreachable(i, cands))
+
+    assert barred("a round 5NM wide, or a box at ABC") == []
+    assert barred("a box at ABC of unknown size") == ['"round"']
+    assert barred("nothing to copy here") == ['"boxed"', '"round"']
+
+
 def test_verbatim_strings_copy_escapes_and_fold_whitespace(toy_tokenizer):
     canvas, autos = bound(toy_tokenizer, 'He said "go  now"\tthen\nleft')
     i = next(k for k, s in enumerate(canvas.slots) if s.path == "said")
