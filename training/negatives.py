@@ -77,7 +77,7 @@ _WORDS = ("the", "meeting", "lunch", "invoice", "please", "send", "report", "wea
 
 def garbage(rng: random.Random) -> tuple[str, NoFlyZone, N.Meant]:
     """Text that is no notice: chat, a log line, word salad, random characters or digits."""
-    t = rng.randrange(7)
+    t = rng.randrange(6)
     if t == 0:
         text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 40))).capitalize() + "."
     elif t == 1:

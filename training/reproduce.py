@@ -7,8 +7,9 @@ card prints). Each runs `training.train` with its recorded settings into OUT-1, 
 each after the first from the one before (--init), and by its step count, also where it
 was recorded by minutes: the same work on any machine. Stage 1 takes the shipped
 tokenizer. A finished stage is skipped and an interrupted one resumed, so the command can
-simply be run again after a stop; a stage stopped by a signal ends the command (exit 1). --twin trains the autoregressive twin that
-benchmarks/compare.py runs: the same stages, step for step, with --objective causal.
+simply be run again after a stop; a stage stopped by a signal ends the command (exit 1).
+--twin trains the autoregressive twin that benchmarks/compare.py runs: the same stages, step
+for step, with --objective causal.
 
 It first prints how long the whole recipe takes on each kind of machine (GPU, CPU) a
 recorded stage ran on: every stage's batch tokens over the rate the stages trained at there
