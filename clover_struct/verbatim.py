@@ -104,12 +104,21 @@ def pieces(tokenizer, vocab_size: int) -> Pieces:
     return cache["pieces", vocab_size]
 
 
+# A line end that cuts a coordinate written hemisphere first, as a notice wrapped at a fixed
+# width does (`N2\r\n92000E1222500`, `E0\n8946`): read as if the line went on.
+WRAP_IN_COORDINATE = re.compile(r"(?<![A-Za-z])([NSEWnsew]\d+)\r?\n(?=\d)")
+
+
 def folded(text: str) -> tuple[bytes, list[int]]:
     """The text as a JSON string's content holds it (escaped, UTF-8), each run of whitespace one
-    space, none at the ends; and per byte, the index in `text` of the character it comes from
-    (a folded space: its run's first), with one more entry, the text's length."""
+    space, none at the ends, none where a line end cuts a coordinate (WRAP_IN_COORDINATE); and
+    per byte, the index in `text` of the character it comes from (a folded space: its run's
+    first), with one more entry, the text's length."""
     data, origin, space = bytearray(), [], None
+    unwrapped = {k for m in WRAP_IN_COORDINATE.finditer(text) for k in range(m.end(1), m.end())}
     for k, ch in enumerate(text):
+        if k in unwrapped:
+            continue
         if ch.isspace():
             space = k if space is None else space
             continue

@@ -318,6 +318,20 @@ def test_verbatim_values_are_whole_pieces_of_the_text(toy_tokenizer):
     assert codes == {"AB12", "AB123"}
 
 
+def test_a_line_end_inside_a_coordinate_is_read_as_if_the_line_went_on():
+    """A notice wrapped at a fixed width cuts `N292000` as `N2` and `92000`: copies and the
+    prompt read it whole, the copy's place is in the text as given; other line ends stay spaces."""
+    from clover_struct.api import as_read
+    from clover_struct.verbatim import folded
+
+    text = "BOUNDED BY:\r\nN294500E1220500-N2\r\n92000E1222500-N3712E0\n8946 BACK TO START\nALT 1200\n1500 E2 \n3"
+    data, origin = folded(text)
+    assert b"-N292000E1222500-N3712E08946 BACK" in data and b"1200 1500 E2 3" in data
+    start = data.find(b"N292000")
+    assert text[origin[start]:origin[start + 6] + 1] == "N2\r\n92000"
+    assert "-N292000E1222500-N3712E08946 BACK" in as_read(text) and "1200\n1500 E2 \n3" in as_read(text)
+
+
 class Round(BaseModel):
     kind: Literal["round"] = "round"
     radius: str = Field(pattern=r"\d+NM", json_schema_extra={"verbatim": True})
