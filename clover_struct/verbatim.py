@@ -5,13 +5,15 @@ copied (an identifier, a time or limit as written, a stated reason). Its slot au
 (constraints.py) says what the value may look like; `Verbatim` adds where it may come
 from: of the tokens the automaton allows, only those that carry the value on along an
 occurrence in the text. The text is read as a JSON string holds it (escaped), with every
-run of whitespace as one space. A piece is not empty (a nullable field says it is absent
-with null) and starts and ends at a word edge: not inside a run of ASCII digits or of
-letters (`AB12` is no piece of `AB123`; `N` and `005` are pieces of `4730N005`). Where the
-text holds no piece the pattern accepts, the slot goes on under its automaton alone, so a
-verbatim slot is never stuck where its automaton is not; but a union variant with a copy it
-must make and the text cannot give (a circle's radius where none is stated) is not chosen
-while another variant or null can be (`has_piece`, rows.Row.unreachable).
+run of whitespace as one space, and none where a line end cuts a coordinate written
+hemisphere first (`N2` / `92000E1222500` in a notice wrapped at a fixed width). A piece is
+not empty (a nullable field says it is absent with null) and starts and ends at a word edge:
+not inside a run of ASCII digits or of letters (`AB12` is no piece of `AB123`; `N` and `005`
+are pieces of `4730N005`). Where the text holds no piece the pattern accepts, the slot goes
+on under its automaton alone, so a verbatim slot is never stuck where its automaton is not;
+but a union variant with a copy it must make and the text cannot give (a circle's radius
+where none is stated) is not chosen while another variant or null can be (`has_piece`,
+rows.Row.unreachable).
 
 Matching is done once per text for the whole vocabulary: every token's bytes are looked
 up at every offset (numpy, one pass per token length), so a decoding step only gathers
