@@ -79,15 +79,20 @@ def copied_after(canvas) -> tuple[tuple[int, ...], ...]:
 
 
 @lru_cache(maxsize=64)
-def run_heads(canvas) -> dict[int, int]:
-    """Per item_blocks list whose items copy: its first item's first verbatim slot -> that item's
-    last verbatim slot (the list's first piece starts a run of them in the text: copy_run)."""
+def run_heads(canvas) -> dict[int, tuple[int, int]]:
+    """Per item_blocks list whose items copy: its first item's first verbatim slot -> (that item's
+    last verbatim slot, the items the list must hold): the list's first piece starts a run of
+    them in the text (copy_run)."""
+    following = {g.prev: g for g in canvas.groups if g.kind == "item" and g.prev is not None}
     out = {}
     for gi in _ordered_items(canvas):
         g = canvas.groups[gi]
         copies = [i for i in g.slots if canvas.slots[i].verbatim]
         if g.prev is None and copies:
-            out[copies[0]] = copies[-1]
+            items, item = 0, g
+            while item is not None and item.required:
+                items, item = items + 1, following.get(item.index)
+            out[copies[0]] = copies[-1], max(items, 1)
     return out
 
 
@@ -118,7 +123,7 @@ class Row:
         bound = [hasattr(a, "copied_to") for a in automata]        # verbatim slots bound to a text
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
                              for i, after in enumerate(copied_after(canvas))]
-        self.heads = {h: last for h, last in run_heads(canvas).items() if bound[h] and bound[last]}
+        self.heads = {h: run for h, run in run_heads(canvas).items() if bound[h] and bound[run[0]]}
         self.placed: set[int] = set()           # slots whose copy's start copy_after or copy_run has set
         self._unreachable: dict[tuple[int, int], list[int]] = {}   # (choice slot, candidates) -> barred
         for g in canvas.groups:
@@ -232,9 +237,10 @@ class Row:
                 self.set_present(item)
 
     def copy_run(self, i):
-        """A list's first piece starts a run of its pieces in the text, not in the middle of one."""
-        last = self.automata[self.heads[i]]
-        self.state[i] = self.automata[i].starting_a_run(self.state[i], self.remaining(i), last)
+        """A list's first piece starts a run of its pieces in the text, not in the middle of one,
+        and one as long as the list must be where there is such a run."""
+        last, items = self.heads[i]
+        self.state[i] = self.automata[i].starting_a_run(self.state[i], self.remaining(i), self.automata[last], items)
 
     def allowed(self, i) -> torch.Tensor:
         """Tokens slot i may take at its next position ([vocab] bool)."""

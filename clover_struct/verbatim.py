@@ -194,6 +194,11 @@ class Source:
         """The offsets from `offset` on where a piece may start, in order."""
         return np.unique(self._start_at[np.searchsorted(self._start_at, offset):]).tolist()
 
+    def starts_within(self, lo: int, hi: int) -> list[int]:
+        """The offsets in [lo, hi] where a piece may start, in order."""
+        at = self._start_at
+        return np.unique(at[np.searchsorted(at, lo):np.searchsorted(at, hi, side="right")]).tolist()
+
     def may_end(self, ends) -> bool:
         return not isinstance(ends, int) and any(self.edge[e] for e in ends)
 
@@ -330,16 +335,37 @@ class Verbatim:
             return True
         return isinstance(self.starting_from(self.initial, 0, self.budget)[2], tuple)
 
-    def starting_a_run(self, state, remaining: int, last: Verbatim):
+    def starting_a_run(self, state, remaining: int, last: Verbatim, items: int = 1):
         """A list's first value, its copy to start where a run of the list's pieces starts: at a
         piece the pattern accepts whole that does not follow, with only separators between, a
-        piece `last` (the item's last verbatim slot) accepts. Unchanged where none does."""
+        piece `last` (the item's last verbatim slot) accepts; of those, at one that starts a run
+        of `items` items (the list's least) where any does, so a lone position (a NOTAM's Q-line
+        centre) does not start a polygon's vertices. Unchanged where none does."""
         q, inside, ends = state
         if not (self.patterned and last.patterned and inside and isinstance(ends, int)):
             return state
         heads = tuple(s for s in self.source.starts(ends)
                       if self._fits(state, s, remaining) and not last.ends_at(self.separated(s)))
+        heads = tuple(s for s in heads if self._run(s, last, items) >= items) or heads
         return (q, inside, heads) if heads else state
+
+    def _run(self, start: int, last: Verbatim, items: int) -> int:
+        """How many items follow one another from `start` of the text, up to `items`: each this
+        slot's piece, then `last`'s, with only separators between and before the next."""
+        count, starts = 0, {start}
+        while starts and count < items:
+            count += 1
+            ends = {e for s in starts for e in self._ends_from(s)}
+            if last is not self:
+                ends = {e for end in ends for s in last._next_to(end) for e in last._ends_from(s)}
+            starts = {s for end in ends for s in self._next_to(end)}
+        return count
+
+    def _next_to(self, offset: int) -> list[int]:
+        """Where a piece may start after `offset` of the text with only separators between."""
+        data = self.source.data
+        return [s for s in self.source.starts_within(offset, offset + 32)
+                if _BETWEEN.fullmatch(data[offset:s].decode(errors="surrogateescape"))]
 
     def _fits(self, state, start: int, remaining: int) -> bool:
         """Whether a piece the pattern accepts whole starts at `start` of the text."""

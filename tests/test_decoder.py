@@ -230,6 +230,19 @@ def test_item_blocks_copy_whole_runs_of_the_text(toy_tokenizer):
     assert len(heads) > 1       # the models differ in where they start
 
 
+class LongLegs(BaseModel):
+    legs: list[Leg] = Field(min_length=3, max_length=8, json_schema_extra={"item_blocks": True})
+
+
+def test_a_list_starts_at_a_run_as_long_as_it_must_be(toy_tokenizer):
+    """A list of at least three legs starts at the run of four, not at a lone leg before or after
+    it (QQ10 stands as a NOTAM's Q-line centre stands before its polygon's vertices)."""
+    text = "ref QQ10 900. legs: AB12 100 - CD34 200, EF56 300 to\n2. GH78 400 end ZZ99 500"
+    for seed in range(8):
+        got = extract(text, LongLegs, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert [leg.code for leg in got.legs][:4] == ["AB12", "CD34", "EF56", "GH78"], (seed, got)
+
+
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
