@@ -240,7 +240,8 @@ class Row:
         """A list's first piece starts a run of its pieces in the text, not in the middle of one,
         and one as long as the list must be where there is such a run."""
         last, items = self.heads[i]
-        self.state[i] = self.automata[i].starting_a_run(self.state[i], self.remaining(i), self.automata[last], items)
+        self.state[i] = self.automata[i].starting_a_run(self.state[i], self.remaining(i), self.automata[last],
+                                                        items)
 
     def allowed(self, i) -> torch.Tensor:
         """Tokens slot i may take at its next position ([vocab] bool)."""

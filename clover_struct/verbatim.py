@@ -190,14 +190,11 @@ class Source:
             return None
         return self.origin[start], self.origin[start + size - 1] + 1
 
-    def starts(self, offset: int) -> list[int]:
-        """The offsets from `offset` on where a piece may start, in order."""
-        return np.unique(self._start_at[np.searchsorted(self._start_at, offset):]).tolist()
-
-    def starts_within(self, lo: int, hi: int) -> list[int]:
-        """The offsets in [lo, hi] where a piece may start, in order."""
+    def starts(self, lo: int, hi: int | None = None) -> list[int]:
+        """The offsets from `lo` on (to `hi`, included) where a piece may start, in order."""
         at = self._start_at
-        return np.unique(at[np.searchsorted(at, lo):np.searchsorted(at, hi, side="right")]).tolist()
+        end = len(at) if hi is None else np.searchsorted(at, hi, side="right")
+        return np.unique(at[np.searchsorted(at, lo):end]).tolist()
 
     def may_end(self, ends) -> bool:
         return not isinstance(ends, int) and any(self.edge[e] for e in ends)
@@ -364,7 +361,7 @@ class Verbatim:
     def _next_to(self, offset: int) -> list[int]:
         """Where a piece may start after `offset` of the text with only separators between."""
         data = self.source.data
-        return [s for s in self.source.starts_within(offset, offset + 32)
+        return [s for s in self.source.starts(offset, offset + 32)
                 if _BETWEEN.fullmatch(data[offset:s].decode(errors="surrogateescape"))]
 
     def _fits(self, state, start: int, remaining: int) -> bool:
@@ -388,8 +385,7 @@ class Verbatim:
     def ends_at(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole ends at `offset` of the text."""
         reach = self.budget * int(self.pieces.lengths.max())     # the longest a piece can be
-        return any(offset in self._ends_from(start) for start in self.source.starts(max(0, offset - reach))
-                   if start < offset)
+        return any(offset in self._ends_from(start) for start in self.source.starts(max(0, offset - reach), offset - 1))
 
     def _ends_from(self, start: int) -> set[int]:
         """Where the pieces the pattern accepts whole that start at `start` end (a bounded search)."""
