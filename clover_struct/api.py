@@ -44,7 +44,7 @@ from .decoder import SCHEDULES, Trace, decode
 from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
 from .repair import finish
 from .schema_walk import build_canvas
-from .verbatim import WRAP_IN_COORDINATE, for_text, spans
+from .verbatim import for_text, spans, unwrapped
 
 
 EMBEDDED = Path(__file__).parent / "models" / "clover-mini"
@@ -114,10 +114,9 @@ _GLUED_ITEM = re.compile(r"(?<![^\s(])([A-GQa-gq]\))(?=[^\s)])")
 
 def as_read(text: str) -> str:
     """The text as the model reads it in the prompt: line ends as "\n", none inside a coordinate
-    (as its copies read it, verbatim.WRAP_IN_COORDINATE) and NOTAM items spaced. Copies are
-    still of the text as given (verbatim.Source)."""
-    text = WRAP_IN_COORDINATE.sub(r"\1", text)
-    return _GLUED_ITEM.sub(r"\1 ", text.replace("\r\n", "\n").replace("\r", "\n"))
+    (as its copies read it, verbatim.unwrapped) and NOTAM items spaced. Copies are still of the
+    text as given (verbatim.Source)."""
+    return _GLUED_ITEM.sub(r"\1 ", unwrapped(text).replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def prompt_ids(tokenizer, text: str, canvas) -> list[int]:

@@ -97,6 +97,19 @@ def run_heads(canvas) -> dict[int, tuple[int, int]]:
 
 
 @lru_cache(maxsize=64)
+def variant_copies(canvas) -> dict[int, tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]]:
+    """Per union tag slot, per variant: (its tags, its verbatim slots written whenever it is, no
+    optional group between): the copies the text must be able to give for it to be chosen."""
+    chains, out = groups_of(canvas), {}
+    for g in canvas.groups:
+        if g.kind == "variant":
+            copies = tuple(j for j in g.slots if canvas.slots[j].verbatim and all(
+                canvas.groups[k].required for k in chains[j][chains[j].index(g.index) + 1:]))
+            out[g.selector] = out.get(g.selector, ()) + ((g.tags, copies),)
+    return out
+
+
+@lru_cache(maxsize=64)
 def slot_positions(canvas) -> tuple[bool, ...]:
     """Per canvas position, whether a slot holds it (the rest is fixed text)."""
     inside = [False] * len(canvas.ids)
@@ -269,9 +282,8 @@ class Row:
         every candidate would be (the slot's choice then stands as the model makes it)."""
         key = (i, len(cands))
         if key not in self._unreachable:
-            unfilled = {tag for g in self.canvas.groups if g.kind == "variant" and g.selector == i
-                        and not all(self.automata[j].has_piece() for j in self._must_copy(g))
-                        for tag in g.tags}
+            unfilled = {tag for tags, copies in variant_copies(self.canvas).get(i, ())
+                        if not self._can_copy(copies) for tag in tags}
             s, ids, out = self.canvas.slots[i], list(self.ids), []
             for k, cand in enumerate(cands if unfilled else ()):
                 ids[s.start:s.end] = cand
@@ -280,15 +292,9 @@ class Row:
             self._unreachable[key] = out if len(out) < len(cands) else []
         return self._unreachable[key]
 
-    def _must_copy(self, g) -> list[int]:
-        """The verbatim slots of group g that are written whenever g is: no group between is optional."""
-        out = []
-        for j in g.slots:
-            chain = self.groups_of[j]
-            if hasattr(self.automata[j], "has_piece") and all(
-                    self.canvas.groups[k].required for k in chain[chain.index(g.index) + 1:]):
-                out.append(j)
-        return out
+    def _can_copy(self, slots) -> bool:
+        """Whether the text holds a piece for each of these verbatim slots (those bound to it)."""
+        return all(self.automata[j].has_piece() for j in slots if hasattr(self.automata[j], "has_piece"))
 
     def select_variants(self, i, step):
         """A union tag was written: its variant is present, the others absent."""

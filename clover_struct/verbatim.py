@@ -111,6 +111,11 @@ def pieces(tokenizer, vocab_size: int) -> Pieces:
 WRAP_IN_COORDINATE = re.compile(r"(?<![A-Za-z])([NSEWnsew]\d+)\r?\n(?=\d)")
 
 
+def unwrapped(text: str) -> str:
+    """The text with no line end inside a coordinate (WRAP_IN_COORDINATE), as copies read it."""
+    return WRAP_IN_COORDINATE.sub(r"\1", text)
+
+
 def folded(text: str) -> tuple[bytes, list[int]]:
     """The text as a JSON string's content holds it (escaped, UTF-8), each run of whitespace one
     space, none at the ends, none where a line end cuts a coordinate (WRAP_IN_COORDINATE); and
@@ -385,7 +390,8 @@ class Verbatim:
     def ends_at(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole ends at `offset` of the text."""
         reach = self.budget * int(self.pieces.lengths.max())     # the longest a piece can be
-        return any(offset in self._ends_from(start) for start in self.source.starts(max(0, offset - reach), offset - 1))
+        return any(offset in self._ends_from(start)
+                   for start in self.source.starts(max(0, offset - reach), offset - 1))
 
     def _ends_from(self, start: int) -> set[int]:
         """Where the pieces the pattern accepts whole that start at `start` end (a bounded search)."""

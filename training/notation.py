@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Optional
 
-from clover_struct.verbatim import WRAP_IN_COORDINATE
+from clover_struct.verbatim import unwrapped
 
 FT, NM, KM = 0.3048, 1852.0, 1000.0
 MONTHS = "January February March April May June July August September October November December".split()
@@ -203,8 +203,8 @@ def zh_time(t: datetime, year: bool = True, date: bool = True) -> str:
 # -- finding pieces in a laid-out notice -----------------------------------------------------------
 def normal(text: str) -> str:
     """The text as verbatim slots read it: every run of whitespace one space, none where a
-    line end cuts a coordinate written hemisphere first (verbatim.WRAP_IN_COORDINATE)."""
-    return " ".join(WRAP_IN_COORDINATE.sub(r"\1", text).split())
+    line end cuts a coordinate written hemisphere first (verbatim.unwrapped)."""
+    return " ".join(unwrapped(text).split())
 
 
 def locate(text: str, piece: str, start: int = 0) -> tuple[str, int]:
