@@ -107,8 +107,9 @@ def pieces(tokenizer, vocab_size: int) -> Pieces:
 
 
 # A line end that cuts a coordinate written hemisphere first, as a notice wrapped at a fixed
-# width does (`N2\r\n92000E1222500`, `E0\n8946`): read as if the line went on.
-WRAP_IN_COORDINATE = re.compile(r"(?<![A-Za-z])([NSEWnsew]\d+)\r?\n(?=\d)")
+# width does (`N2\r\n92000E1222500`, `E0\n8946`), or a number just before its decimal point
+# (`0115354\n.9W`): read as if the line went on. Group 1 is what the line end follows.
+WRAP_IN_COORDINATE = re.compile(r"((?<![A-Za-z])[NSEWnsew]\d+(?=\r?\n\d)|\d(?=\r?\n\.\d))\r?\n")
 
 
 def unwrapped(text: str) -> str:

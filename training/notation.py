@@ -203,7 +203,7 @@ def zh_time(t: datetime, year: bool = True, date: bool = True) -> str:
 # -- finding pieces in a laid-out notice -----------------------------------------------------------
 def normal(text: str) -> str:
     """The text as verbatim slots read it: every run of whitespace one space, none where a
-    line end cuts a coordinate written hemisphere first (verbatim.unwrapped)."""
+    line end cuts a coordinate (verbatim.unwrapped)."""
     return " ".join(unwrapped(text).split())
 
 

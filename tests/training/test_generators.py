@@ -176,3 +176,16 @@ def test_a_zone_asked_to_start_after_the_last_end_still_ends_after_it_starts():
         spec = draw.zone_spec(random.Random(seed), start=late)
         assert spec.end is None or spec.start is None or spec.start <= spec.end
     draw_example("verdicts", random.Random(2162))
+
+
+def test_a_polygon_wrapped_just_before_a_decimal_point_is_copied_whole():
+    # a range polygon wrapped at a fixed width cut `0115354.9W` before its point, the copy read
+    # `0115354 .9W`, which no coordinate pattern takes: the training data worker crashed (draw
+    # seed 40001045827, a stage's seed 40, step 179)
+    from training import notation
+
+    text = "E) AREA BOUNDED BY 161937.5S0115354\n.9W-162154.2S0115534.4W-16\n2254.9S0115459.6W"
+    points = [("161937.5S", "0115354.9W"), ("162154.2S", "0115534.4W"), ("162254.9S", "0115459.6W")]
+    located = notation.located(text, points, "E) ")
+    assert located[:2] == points[:2] and located[2] == ("16 2254.9S", "0115459.6W")
+    draw_example("zone", random.Random(40001045827))
