@@ -26,7 +26,9 @@ from .notams import _notam_id, _pick, _signed_minutes
 VERTEX_COUNTS = {4: 50, 6: 17, 5: 6, 8: 6, 3: 4, 7: 3, **{n: 1 for n in range(9, 15)},
                  **{n: 0.3 for n in range(15, MAX_VERTICES)}}   # 15-31: real boundaries reach 31
 NOTATIONS = {"dms_prefix_joined": 35, "dm_prefix_joined": 15, "dms_lines": 25, "dm_suffix": 8, "spaced_lines": 7,
-             "dms_suffix_dashes": 10}
+             "dms_suffix_dashes": 10, "dm_prefix_lines": 6}
+AUTHORITIES = ("THE STATE AVIATION AUTHORITY", "THE CIVIL AVIATION AUTHORITY", "THE LAUNCH SITE", "THE RANGE OFFICE",
+               "THE AIR NAVIGATION SERVICE PROVIDER")
 ACTIVITIES = ("AEROSPACE FLIGHT ACTIVITY", "AEROSPACE FLT ACT", "ROCKET LAUNCH", "ROCKET LAUNCHING ACTIVITIES",
               "SPACE DEBRIS FALL", "SATELLITE LAUNCH", "MISSILE FIRING", "LAUNCH VEHICLE RECOVERY")
 
@@ -61,7 +63,8 @@ def _around(rng: random.Random, n: int) -> list[tuple[float, float]]:
 def _points(rng, vertices, notation):
     """[(lat piece, lon piece, exact (lat, lon))] in the notation's coordinate form."""
     form = {"dms_prefix_joined": "dms_prefix", "dm_prefix_joined": "dm_prefix", "dms_lines": "dms",
-            "dm_suffix": "dm", "spaced_lines": "spaced_prefix", "dms_suffix_dashes": "dms"}[notation]
+            "dm_suffix": "dm", "spaced_lines": "spaced_prefix", "dms_suffix_dashes": "dms",
+            "dm_prefix_lines": "dm_prefix"}[notation]
     out, gap = [], rng.choice(["", " "])   # one spacing per notice: 'E 094 23 00' or 'E094 23 00'
     for lat, lon in vertices:
         a, x = N.coordinate(lat, "lat", form)
@@ -73,11 +76,14 @@ def _points(rng, vertices, notation):
 
 
 def _listed(rng, points, notation, close: str) -> str:
-    pairs = [a + b if notation.endswith("joined") else f"{a} {b}" for a, b, _ in points]
+    joined = notation.endswith("joined") or notation == "dm_suffix" and rng.random() < 0.5
+    pairs = [a + b if joined else f"{a} {b}" for a, b, _ in points]
     back = rng.choice([" BACK TO START", ",BACK TO START", " BACK TO START."]) if close == "back" else ""
     if notation.endswith("joined"):
         return N.hard_wrap("-".join(pairs) + back, rng.randint(58, 70))
-    if notation in ("dm_suffix", "dms_suffix_dashes"):
+    if notation == "dm_suffix":   # by dashes or commas, each pair joined ('1412S14924E') or not, one way a notice
+        return rng.choice([" - ", ", ", ",\n"]).join(pairs) + back
+    if notation == "dms_suffix_dashes":
         return " - ".join(pairs) + back
     indent = rng.choice(["", "", "  "])
     dash = " -" if notation == "dms_lines" and rng.random() < 0.6 else ""
@@ -111,7 +117,14 @@ def range_notice(rng: random.Random) -> tuple[str, NoFlyZone, N.Meant]:
         (f"SPECIAL OPS ({activity}) WILL TAKE PLACE WI:", activity),
         (f"{activity} WILL BE CONDUCTED.\nEST FALL AREA OF {rng.choice(['DEBRIS', 'UNBURNED DEBRIS', 'ROCKET STAGE'])}"
          " WI:", activity),
+        (f"{activity} AS ADVISED BY {rng.choice(AUTHORITIES)}:\nDUE TO {activity}, THE SAFETY OF AIRCRAFT IN THE AREA "
+         "BELOW MAY BE AFFECTED:", activity),
+        (f"{rng.choice(['NATIONAL ', 'FOREIGN ', ''])}{activity} WILL TAKE PLACE, INFO RECEIVED FROM "
+         f"{rng.choice(AUTHORITIES)}. AIRCRAFT SAFETY MAY BE AFFECTED WI THE FLW AREA:", activity),
     ])
+    if rng.random() < 0.15:
+        intro = (rng.choice(["TEMPO DANGER AREA ACT", "TEMPO RESTRICTED AREA ACT", "DANGER AREA ACT"]) + "\n" + intro[0],
+                 intro[1])
     ending = rng.choice(["", "", f"\n({rng.randint(20, 400)}NM {rng.choice(['N', 'NE', 'SE', 'WEST', 'NORTHWEST'])} OF "
                                   f"{P} AP).", "\nAIRCRAFT ARE FORBIDDEN TO FLY INTO THE AREA.",
                          "\nFOUR POINT CONNECTION RANGE." if n == 4 and close == "open" else ""])
