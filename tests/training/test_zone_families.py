@@ -101,11 +101,12 @@ def test_no_zone_families_say_so(family):
 
 
 def test_range_notices_use_every_notation_and_ending():
-    texts, golds = [], []
+    texts, golds, lines = [], [], set()
     for seed in range(400):
         text, gold, _ = zone_case(seed, "zone_range")
         texts.append(normal(text))
         golds.append(gold)
+        lines.update(line.strip() for line in text.splitlines())
     lats = [v.lat for g in golds for v in g.area.vertices]
     assert any(re.fullmatch(r"[NS]\d{6}", x) for x in lats)                 # N354800E0982500
     assert any(re.fullmatch(r"[NS]\d{4}", x) for x in lats)                 # N2609E11430
@@ -113,6 +114,9 @@ def test_range_notices_use_every_notation_and_ending():
     assert any(re.fullmatch(r"\d{4}[NS]", x) for x in lats)                 # 2232S 08521E
     assert any(re.fullmatch(r"[NS] ?\d\d \d\d \d\d", x) for x in lats)      # S05 59 00 E090 05 00
     assert any(re.fullmatch(r"[NS]\d+ \d+", x) for x in lats)               # N35 0047: cut by a line end
+    assert any(re.fullmatch(r"[NS]\d{4} [EW]\d{5}", x) for x in lines)       # N4310 E12329, a pair a line
+    assert any(re.search(r"\d{4}[NS] ?\d{5}[EW], \d{4}[NS]", t) for t in texts)  # 1530S15012E, 1610S...
+    assert any("INFO RECEIVED FROM" in t or "AS ADVISED BY" in t for t in texts)
     assert any("BACK TO START" in t for t in texts)
     assert any(g.area.vertices[0] == g.area.vertices[-1] for g in golds)   # a closing repeat
     counts = [len(g.polygon) for g in golds]
