@@ -320,7 +320,8 @@ def test_verbatim_values_are_whole_pieces_of_the_text(toy_tokenizer):
 
 def test_a_line_end_inside_a_coordinate_is_read_as_if_the_line_went_on():
     """A notice wrapped at a fixed width cuts `N292000` as `N2` and `92000`, or `0115354.9W` before
-    its point: copies and the prompt read it whole, the copy's place is in the text as given; other line ends stay spaces."""
+    its point: copies and the prompt read it whole, the copy's place is in the text as given;
+    other line ends stay spaces."""
     from clover_struct.api import as_read
     from clover_struct.verbatim import folded
 
@@ -330,7 +331,8 @@ def test_a_line_end_inside_a_coordinate_is_read_as_if_the_line_went_on():
     assert b"-N292000E1222500-N3712E08946-161937.5S0115354.9W BACK" in data and b"1200 1500 E2 3" in data
     start = data.find(b"N292000")
     assert text[origin[start]:origin[start + 6] + 1] == "N2\r\n92000"
-    assert "-N292000E1222500-N3712E08946-161937.5S0115354.9W BACK" in as_read(text) and "1200\n1500 E2 \n3" in as_read(text)
+    read = as_read(text)
+    assert "-N292000E1222500-N3712E08946-161937.5S0115354.9W BACK" in read and "1200\n1500 E2 \n3" in read
 
 
 class Round(BaseModel):

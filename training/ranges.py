@@ -76,12 +76,12 @@ def _points(rng, vertices, notation):
 
 
 def _listed(rng, points, notation, close: str) -> str:
-    joined = notation.endswith("joined") or notation == "dm_suffix" and rng.random() < 0.5
+    joined = notation.endswith("joined") or (notation == "dm_suffix" and rng.random() < 0.5)
     pairs = [a + b if joined else f"{a} {b}" for a, b, _ in points]
     back = rng.choice([" BACK TO START", ",BACK TO START", " BACK TO START."]) if close == "back" else ""
     if notation.endswith("joined"):
         return N.hard_wrap("-".join(pairs) + back, rng.randint(58, 70))
-    if notation == "dm_suffix":   # by dashes or commas, each pair joined ('1412S14924E') or not, one way a notice
+    if notation == "dm_suffix":   # by dashes or commas, each pair joined ('1530S15012E') or not, one way a notice
         return rng.choice([" - ", ", ", ",\n"]).join(pairs) + back
     if notation == "dms_suffix_dashes":
         return " - ".join(pairs) + back
@@ -123,8 +123,8 @@ def range_notice(rng: random.Random) -> tuple[str, NoFlyZone, N.Meant]:
          f"{rng.choice(AUTHORITIES)}. AIRCRAFT SAFETY MAY BE AFFECTED WI THE FLW AREA:", activity),
     ])
     if rng.random() < 0.15:
-        intro = (rng.choice(["TEMPO DANGER AREA ACT", "TEMPO RESTRICTED AREA ACT", "DANGER AREA ACT"]) + "\n" + intro[0],
-                 intro[1])
+        head = rng.choice(["TEMPO DANGER AREA ACT", "TEMPO RESTRICTED AREA ACT", "DANGER AREA ACT"])
+        intro = (f"{head}\n{intro[0]}", intro[1])
     ending = rng.choice(["", "", f"\n({rng.randint(20, 400)}NM {rng.choice(['N', 'NE', 'SE', 'WEST', 'NORTHWEST'])} OF "
                                   f"{P} AP).", "\nAIRCRAFT ARE FORBIDDEN TO FLY INTO THE AREA.",
                          "\nFOUR POINT CONNECTION RANGE." if n == 4 and close == "open" else ""])
