@@ -119,4 +119,7 @@ class OutlinesTwin:
         self.forwards = 0
         self.text = self.generator(self.prompts[text], max_new_tokens=self.max_tokens, do_sample=False)
         # one token per forward (the last one's is eos unless the limit was reached)
-        return parse(self.schema, self.text), self.forwards, self.forwards
+        value = parse(self.schema, self.text)
+        if self.forwards == self.max_tokens and isinstance(value, ExtractionError):   # cut short: EngineTwin's words
+            value = ExtractionError("", f"no complete record in {self.max_tokens} tokens")
+        return value, self.forwards, self.forwards
