@@ -33,6 +33,9 @@ items after the first (what follows the list joins the last): its items are then
 decoded one after the other, each seeing the ones before as history (`Canvas.blocks`).
 Their verbatim slots copy in the order of the text: each starts after what the item
 before copied and after the verbatim slots before it in its own item (rows.copied_after).
+A verbatim string marked `copies_before` (json_schema_extra={"verbatim": True,
+"copies_before": "valid_to"}, a sibling's name) is decoded once that sibling is, and copies
+a piece that starts before the sibling's (rows.copied_before): a start before its end.
 The list copies whole runs of the text: its first piece is not one that follows a piece
 of an item with only separators between, and an item whose piece so follows the item
 before is present ("5130N 00010W - 5140N 00020W, 5150N ..." is read to its end).
@@ -113,6 +116,7 @@ class Slot:
     union: tuple | None = None   # a one-slot union: (discriminator key, ((tag text, pieces), ...)),
     #                              pieces: the variant's fixed texts and (field key, Slot) in order
     verbatim: bool = False       # a string the text holds as written (verbatim.py)
+    before: str | None = None    # the verbatim field whose copy this one's precedes in the text (copies_before)
 
     @property
     def end(self) -> int:

@@ -79,6 +79,13 @@ def copied_after(canvas) -> tuple[tuple[int, ...], ...]:
 
 
 @lru_cache(maxsize=64)
+def copied_before(canvas) -> dict[int, int]:
+    """Per verbatim slot marked copies_before: the slot whose copy its own precedes in the text."""
+    at = {s.path: i for i, s in enumerate(canvas.slots)}
+    return {i: at[s.before] for i, s in enumerate(canvas.slots) if s.before}
+
+
+@lru_cache(maxsize=64)
 def run_heads(canvas) -> dict[int, tuple[int, int]]:
     """Per item_blocks list whose items copy: its first item's first verbatim slot -> (that item's
     last verbatim slot, the items the list must hold): the list's first piece starts a run of
@@ -137,7 +144,8 @@ class Row:
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
                              for i, after in enumerate(copied_after(canvas))]
         self.heads = {h: run for h, run in run_heads(canvas).items() if bound[h] and bound[run[0]]}
-        self.placed: set[int] = set()           # slots whose copy's start copy_after or copy_run has set
+        self.before = {i: (j,) for i, j in copied_before(canvas).items() if bound[i] and bound[j]}
+        self.placed: set[int] = set()           # slots whose copy's start copy_after, copy_run or copy_before set
         self._unreachable: dict[tuple[int, int], list[int]] = {}   # (choice slot, candidates) -> barred
         for g in canvas.groups:
             if g.required:
@@ -179,10 +187,10 @@ class Row:
     # ---- slots ----
     def next_slots(self, block_start, block_end) -> list[int]:
         """Unfinished slots whose next position lies in the block, in canvas order; a slot that
-        copies after others waits until they are done."""
+        copies after others, or before another, waits until they are done."""
         return [i for i, s in enumerate(self.canvas.slots)
                 if not self.done[i] and block_start <= s.start + self.filled[i] < block_end
-                and all(self.done[j] for j in self.copied_after[i])]
+                and all(self.done[j] for j in self.copied_after[i] + self.before.get(i, ()))]
 
     def wanted(self, block_start, block_end) -> list[int]:
         """Canvas positions whose log-probs this step may read: every not yet written position
@@ -249,6 +257,14 @@ class Row:
             if item is not None and self.automata[i].adjoins(self.state[i], max(ends)):
                 self.set_present(item)
 
+    def copy_before(self, i):
+        """A slot marked copies_before copies a piece that starts before the one its sibling copied
+        (a start before its end), where the text has one; as it was where the sibling copied none."""
+        j, = self.before[i]
+        span = self.automata[j].span(self.state[j], self.canvas.slot_text(self.ids, j))
+        if span is not None:
+            self.state[i] = self.automata[i].starting_before(self.state[i], span[0])
+
     def copy_run(self, i):
         """A list's first piece starts a run of its pieces in the text, not in the middle of one,
         and one as long as the list must be where there is such a run."""
@@ -263,6 +279,8 @@ class Row:
                 self.copy_after(i)      # once: the pieces it follows are done before it starts
             elif i in self.heads:
                 self.copy_run(i)
+            elif i in self.before:
+                self.copy_before(i)
             self.placed.add(i)
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)

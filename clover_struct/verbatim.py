@@ -23,6 +23,7 @@ models, like constraints.py.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 
@@ -329,6 +330,16 @@ class Verbatim:
         if start is not None:
             return q, inside, (start,)
         return state if or_anywhere else (q, inside, len(self.source.edge))   # past the text's end
+
+    def starting_before(self, state, char: int):
+        """A value not begun yet, its copy to start before character `char` of the text (where the
+        piece it must precede begins), at a piece start from its lower bound on; unchanged where
+        there is none."""
+        q, inside, ends = state
+        if not isinstance(ends, int):
+            return state
+        heads = tuple(self.source.starts(ends, bisect.bisect_left(self.source.origin, char) - 1))
+        return (q, inside, heads) if heads else state
 
     def has_piece(self) -> bool:
         """Whether the text holds a piece this slot's pattern accepts whole, where the slot must

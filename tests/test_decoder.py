@@ -6,7 +6,8 @@ from typing import Literal, Optional
 import pytest
 from pydantic import BaseModel, Field
 
-from clover_struct import ExtractionError, UsageError, extract, extract_many
+from clover_struct import ExtractionError, SchemaError, UsageError, extract, extract_many
+from clover_struct.schema_walk import build_canvas
 from tiny_models import tiny_model, without_prefill_step
 
 
@@ -241,6 +242,42 @@ def test_a_list_starts_at_a_run_as_long_as_it_must_be(toy_tokenizer):
     for seed in range(8):
         got = extract(text, LongLegs, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
         assert [leg.code for leg in got.legs][:4] == ["AB12", "CD34", "EF56", "GH78"], (seed, got)
+
+
+class Window(BaseModel):
+    start: Optional[str] = Field(None, pattern=r"^[0-9]{4}$",
+                                 json_schema_extra={"verbatim": True, "copies_before": "end"})
+    end: Optional[str] = Field(None, pattern=r"^[0-9]{4}$", json_schema_extra={"verbatim": True})
+
+
+def test_a_start_copies_a_piece_before_its_end(toy_tokenizer):
+    """A field marked copies_before copies a piece that starts before its sibling's (a start
+    before its end), where the text has one; random models, left free, copy the same time twice
+    or the later one as the start."""
+    text = "open 0800 1130 then 1545 and 2210 shut"
+    order = ["0800", "1130", "1545", "2210"]
+    both = 0
+    for seed in range(8):
+        got = extract(text, Window, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        if got.start and got.end:
+            both += 1
+            assert order.index(got.start) < order.index(got.end), (seed, got)
+    assert both
+
+
+def test_copies_before_names_a_verbatim_sibling_decoded_no_later(toy_tokenizer):
+    wrong = [({"verbatim": True, "copies_before": "nowhere"}, "no verbatim str field"),
+             ({"copies_before": "end"}, "applies to verbatim str fields"),
+             ({"verbatim": True, "copies_before": "later"}, "decoded after this one")]
+    for extra, says in wrong:
+        schema = {"type": "object", "required": ["start", "end", "legs"], "properties": {
+            "start": {"type": "string", "pattern": "^[0-9]{4}$", **extra},
+            "end": {"type": "string", "pattern": "^[0-9]{4}$", "verbatim": True},
+            "legs": {"type": "array", "minItems": 1, "maxItems": 2, "item_blocks": True,
+                     "items": {"type": "string", "pattern": "^[A-Z]{2}$", "verbatim": True}},
+            "later": {"type": "string", "pattern": "^[0-9]{4}$", "verbatim": True}}}
+        with pytest.raises(SchemaError, match=says):
+            build_canvas(schema, toy_tokenizer)
 
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"

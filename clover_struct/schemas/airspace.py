@@ -116,8 +116,9 @@ def _degrees(piece: str, axis: str) -> float:
     return read_coordinate(piece, axis)
 
 
-def _piece(pattern: str, tokens: int, description: str, default=...) -> Field:
-    return Field(default, pattern=pattern, description=description, json_schema_extra={"max_tokens": tokens, **VERBATIM})
+def _piece(pattern: str, tokens: int, description: str, default=..., **extra) -> Field:
+    return Field(default, pattern=pattern, description=description,
+                 json_schema_extra={"max_tokens": tokens, **VERBATIM, **extra})
 
 
 def _limit(piece: str, other: Optional[str]) -> tuple[Optional[float], Optional[str]]:
@@ -281,7 +282,8 @@ class NoFlyZone(BaseModel):
     utc_offset_hours: UtcOffset = Field(  # type: ignore[valid-type]
         0.0, description="offset of the notice's clock from UTC: 0 for UTC/Z and ICAO items B/C, 8 for 北京时间")
     valid_from_raw: Optional[str] = _piece(TIME_PIECE, 24, "start as written, e.g. 2606010700, 1200 UTC December 5, 2026, "
-                                                       "2026年12月3日08时; null if not stated", None)
+                                                       "2026年12月3日08时; null if not stated", None,
+                                           copies_before="valid_to_raw")   # a notice states the start first
     valid_to_raw: Optional[str] = _piece(TIME_PIECE, 24, "end as written, e.g. 2606011800, 18时; null if permanent "
                                                      "(PERM, UFN) or not stated", None)
     schedule: Optional[str] = Field(
