@@ -252,8 +252,8 @@ class Window(BaseModel):
 
 def test_a_start_copies_a_piece_before_its_end(toy_tokenizer):
     """A field marked copies_before copies a piece that starts before its sibling's (a start
-    before its end), where the text has one; random models, left free, copy the same time twice
-    or the later one as the start."""
+    before its end), where the text has one; left free, three of these random models copy a
+    later time as the start."""
     text = "open 0800 1130 then 1545 and 2210 shut"
     order = ["0800", "1130", "1545", "2210"]
     both = 0
