@@ -144,7 +144,9 @@ class Row:
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
                              for i, after in enumerate(copied_after(canvas))]
         self.heads = {h: run for h, run in run_heads(canvas).items() if bound[h] and bound[run[0]]}
-        self.before = {i: (j,) for i, j in copied_before(canvas).items() if bound[i] and bound[j]}
+        self.before = {i: j for i, j in copied_before(canvas).items() if bound[i] and bound[j]}
+        self.waits_for = [after + ((self.before[i],) if i in self.before else ())   # done before slot i starts
+                          for i, after in enumerate(self.copied_after)]
         self.placed: set[int] = set()           # slots whose copy's start copy_after, copy_run or copy_before set
         self._unreachable: dict[tuple[int, int], list[int]] = {}   # (choice slot, candidates) -> barred
         for g in canvas.groups:
@@ -190,7 +192,7 @@ class Row:
         copies after others, or before another, waits until they are done."""
         return [i for i, s in enumerate(self.canvas.slots)
                 if not self.done[i] and block_start <= s.start + self.filled[i] < block_end
-                and all(self.done[j] for j in self.copied_after[i] + self.before.get(i, ()))]
+                and all(self.done[j] for j in self.waits_for[i])]
 
     def wanted(self, block_start, block_end) -> list[int]:
         """Canvas positions whose log-probs this step may read: every not yet written position
@@ -260,7 +262,7 @@ class Row:
     def copy_before(self, i):
         """A slot marked copies_before copies a piece that starts before the one its sibling copied
         (a start before its end), where the text has one; as it was where the sibling copied none."""
-        j, = self.before[i]
+        j = self.before[i]
         span = self.automata[j].span(self.state[j], self.canvas.slot_text(self.ids, j))
         if span is not None:
             self.state[i] = self.automata[i].starting_before(self.state[i], span[0])

@@ -5,8 +5,8 @@ copied (an identifier, a time or limit as written, a stated reason). Its slot au
 (constraints.py) says what the value may look like; `Verbatim` adds where it may come
 from: of the tokens the automaton allows, only those that carry the value on along an
 occurrence in the text. The text is read as a JSON string holds it (escaped), with every
-run of whitespace as one space, and none where a line end cuts a coordinate written
-hemisphere first (`N2` / `92000E1222500` in a notice wrapped at a fixed width). A piece is
+run of whitespace as one space, and none where a line end cuts a coordinate (`N2` /
+`92000E1222500` in a notice wrapped at a fixed width: WRAP_IN_COORDINATE). A piece is
 not empty (a nullable field says it is absent with null) and starts and ends at a word edge:
 not inside a run of ASCII digits or of letters (`AB12` is no piece of `AB123`; `N` and `005`
 are pieces of `4730N005`). Where the text holds no piece the pattern accepts, the slot goes
@@ -124,9 +124,9 @@ def folded(text: str) -> tuple[bytes, list[int]]:
     per byte, the index in `text` of the character it comes from (a folded space: its run's
     first), with one more entry, the text's length."""
     data, origin, space = bytearray(), [], None
-    unwrapped = {k for m in WRAP_IN_COORDINATE.finditer(text) for k in range(m.end(1), m.end())}
+    cut = {k for m in WRAP_IN_COORDINATE.finditer(text) for k in range(m.end(1), m.end())}   # line ends dropped
     for k, ch in enumerate(text):
-        if k in unwrapped:
+        if k in cut:
             continue
         if ch.isspace():
             space = k if space is None else space
