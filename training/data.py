@@ -40,11 +40,11 @@ from .generate import resolve, sample
 # "copy": labelled-copy drills (copying.py), dense in value tokens: the warm phase's data
 # and a fifth of the diffusion steps (see --warm-steps); "list": lists copied in order;
 # "missions": dispatch messages with more missions than the evaluation's; "verdicts":
-# judgment conflicts with the geometric answers given; "flags": zone notices trained on
-# their uas_only alone (ONLY)
+# judgment conflicts with the geometric answers given; "flags" and "pieces": zone notices
+# trained on their uas_only, or their reason and times, alone (ONLY); "tfr": FAA TFRs
 SCHEMAS = {"notam": Notam, "zone": NoFlyZone, "dispatch": DispatchMessage, "judgment": DispatchJudgments,
            "copy": Copied, "list": Listed, "missions": DispatchMessage, "verdicts": DispatchJudgments,
-           "flags": NoFlyZone}
+           "flags": NoFlyZone, "pieces": NoFlyZone, "tfr": NoFlyZone}
 
 
 def mission_example(rng: random.Random):
@@ -66,23 +66,25 @@ def verdict_example(rng: random.Random):
             return text, gold
 
 
-def flag_example(rng: random.Random):
-    """A zone notice, for its uas_only alone (ONLY). In a zone row with every decision masked
-    the flag is 5 of ~280 loss weights, too little to move it off its prior; scored alone it
-    is learned (training/LOG.md has the measurements)."""
+def zone_example(rng: random.Random):
+    """A zone notice, for one field alone (ONLY). In a zone row with every decision masked
+    the uas_only flag is 5 of ~280 loss weights, too little to move it off its prior; scored
+    alone it is learned (training/LOG.md has the measurements). So are the copies the full
+    rows taught worst at stage 21: the reason (0.71 of generated zone notices right) and the
+    times (an FAA TFR's end read as its start in half of them)."""
     return sample("zone", rng)[1:]
 
 
 DRILLS = {"copy": copy_example, "list": list_example, "missions": mission_example, "verdicts": verdict_example,
-          "flags": flag_example}
+          "flags": zone_example, "pieces": zone_example,
+          "tfr": lambda rng: sample("zone", rng, families=["zone_faa_tfr"])[1:]}
 # Fields a kind's rows always show clean, as known values: never masked, never in the loss.
 GIVEN = {"verdicts": ("crosses_zone", "vertical_overlap", "time_overlap", "conflict")}   # route_facts' answers
-# Fields the loss reads alone for a kind: always masked, the rest masked as usual but not scored.
-ONLY = {"flags": ("uas_only",)}
-# Share of steps per kind (a step is ~batch_tokens tokens whatever the kind). Zones and
-# notices are the main use (and three of the five evaluation scores); dispatch canvases
-# are long and mostly pads; a judgment row is ~700 prompt tokens for 8 answers, and its
-# rules are enforced by the decoder anyway.
+# Fields the loss reads alone for a kind, the rest masked as usual but not scored. A kind in
+# WHOLE always has them masked whole (a choice, decided at the first step); the others as
+# the noise draws them (a copy, decided left to right), whole in rows the noise left clean.
+ONLY = {"flags": ("uas_only",), "pieces": ("reason", "valid_from_raw", "valid_to_raw")}
+WHOLE = {"flags"}
 # Share of steps per kind (a step is ~batch_tokens tokens whatever the kind). Zones and
 # notices are the main use (and three of the five evaluation scores); dispatch canvases
 # are long and mostly pads; a judgment row is ~700 prompt tokens for 8 answers, and its

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from clover_struct.engine.model import CloverModel, Router
 
-from .data import TRAIN_SEED_BASE, CausalData, Data, choice_positions, collate, collate_causal, decisions, noise, \
+from .data import TRAIN_SEED_BASE, WHOLE, CausalData, Data, choice_positions, collate, collate_causal, decisions, noise, \
     slot_index
 
 AUX_COEF = 0.01               # Switch-style load balancing, per MoE layer
@@ -71,7 +71,11 @@ def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = F
         counted = counted if counted.any() else masked
     if len(data.only[kind]):
         focus = torch.isin(slot, data.only[kind])[first:end].expand_as(masked)
-        masked, counted = masked | focus, focus
+        whole = focus if kind in WHOLE else focus & ~(masked & focus).any(1, keepdim=True)
+        masked = masked | whole
+        counted = masked & focus
+        if data.loss_on == "decisions":
+            counted &= decisions(canvas, gold, slot, offset)[:, first:end]
     ids = ids[:, :ids.shape[1] - (L - end)]
     gold = gold[:, first:end]
     n = end - first

@@ -252,6 +252,29 @@ def test_flag_rows_are_scored_on_uas_only_alone_which_is_always_masked(tokenizer
     assert stats["masked"] == len(block) * flag.budget and torch.isfinite(ce)   # ... but only the flag scored
 
 
+def test_piece_rows_are_scored_on_the_reason_and_times_alone_as_the_noise_masks_them(tokenizer_path, tmp_path,
+                                                                                     monkeypatch):
+    from clover_struct.schemas import NoFlyZone
+
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    canvas = build_canvas(NoFlyZone, model.tokenizer)
+    seen, hidden = {}, model.hidden
+    monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
+    data = D.Data(model.tokenizer, {"pieces": 1.0}, 6000, seed=0, loss_on="decisions")
+    _, _, (start, end), rows = data.batch(0)
+    assert start == 0
+    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
+    masked = seen["ids"][:, -end:] == model.config.mask_token_id
+    slot, offset = D.slot_index(canvas)
+    pieces = [s for s in canvas.slots if s.path in ("reason", "valid_from_raw", "valid_to_raw")]
+    focus = torch.isin(slot, data.only["pieces"])[:end]
+    asked = D.decisions(canvas, D.collate(rows, model.config.pad_token_id)[2], slot, offset)[:, :end]
+    assert len(pieces) == 3 and (masked & focus).any(1).all()             # every row is asked a piece ...
+    assert any(0 < m[s.start:s.end].sum() < s.budget for m in masked for s in pieces)   # ... as the noise drew it
+    assert masked[:, ~focus].any()                                         # other slots masked too ...
+    assert stats["masked"] == int((masked & focus & asked).sum()) and torch.isfinite(ce)   # ... but only pieces scored
+
+
 def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
     from clover_struct.engine.tokenizer import Tokenizer
     from clover_struct.schemas import NoFlyZone
