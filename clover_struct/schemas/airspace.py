@@ -176,7 +176,7 @@ class CircleArea(BaseModel):
 
     kind: Literal["circle"] = Field("circle", description="discriminator: a circle around a centre")
     center: Position = Field(description="centre of the circle as written")
-    radius: str = _piece(RADIUS_PIECE, 12, "radius as written, number and unit, e.g. 1NM, 0.5 NM, 1.35 nautical "
+    radius: str = _piece(RADIUS_PIECE, 24, "radius as written, number and unit, e.g. 1NM, 0.5 NM, 1.35 nautical "
                                            "miles, 500米, 5 km")
 
     @field_validator("radius")
@@ -281,10 +281,10 @@ class NoFlyZone(BaseModel):
                                                      "null when unlimited (UNL) or not stated", None)
     utc_offset_hours: UtcOffset = Field(  # type: ignore[valid-type]
         0.0, description="offset of the notice's clock from UTC: 0 for UTC/Z and ICAO items B/C, 8 for 北京时间")
-    valid_from_raw: Optional[str] = _piece(TIME_PIECE, 24, "start as written, e.g. 2606010700, 1200 UTC December 5, 2026, "
+    valid_from_raw: Optional[str] = _piece(TIME_PIECE, 36, "start as written, e.g. 2606010700, 1200 UTC December 5, 2026, "
                                                        "2026年12月3日08时; null if not stated", None,
                                            copies_before="valid_to_raw")   # a notice states the start first
-    valid_to_raw: Optional[str] = _piece(TIME_PIECE, 24, "end as written, e.g. 2606011800, 18时; null if permanent "
+    valid_to_raw: Optional[str] = _piece(TIME_PIECE, 36, "end as written, e.g. 2606011800, 18时; null if permanent "
                                                      "(PERM, UFN) or not stated", None)
     schedule: Optional[str] = Field(
         None, max_length=200, description="active hours as written (item D), e.g. DLY 0800-1700; null if continuous",
