@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from clover_struct.engine.model import CloverModel, Router
 
-from .data import TRAIN_SEED_BASE, WHOLE, CausalData, Data, choice_positions, collate, collate_causal, decisions, noise, \
-    slot_index
+from .data import TRAIN_SEED_BASE, WHOLE, CausalData, Data, choice_positions, collate, collate_causal, decisions, \
+    noise, slot_index
 
 AUX_COEF = 0.01               # Switch-style load balancing, per MoE layer
 # objective -> (data stream, loss, model_type the run saves as)
@@ -65,17 +65,15 @@ def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = F
     else:        # drawn on the CPU: the same on any device
         generator = torch.Generator().manual_seed(TRAIN_SEED_BASE + seed * 1_000_000_000 + step)
         masked = noise(slot, offset, len(rows), generator, data.full_mask)[:, first:end]
-    counted = masked   # the positions the loss reads
-    if data.loss_on == "decisions":
-        counted = masked & decisions(canvas, gold, slot, offset)[:, first:end]   # slot is -1 outside the block
-        counted = counted if counted.any() else masked
+    # the positions the loss reads (slot is -1 outside the block)
+    asked = (decisions(canvas, gold, slot, offset)[:, first:end] if data.loss_on == "decisions"
+             else torch.ones_like(masked))
+    counted = masked & asked
+    counted = counted if counted.any() else masked
     if len(data.only[kind]):
         focus = torch.isin(slot, data.only[kind])[first:end].expand_as(masked)
-        whole = focus if kind in WHOLE else focus & ~(masked & focus).any(1, keepdim=True)
-        masked = masked | whole
-        counted = masked & focus
-        if data.loss_on == "decisions":
-            counted &= decisions(canvas, gold, slot, offset)[:, first:end]
+        masked = masked | (focus if kind in WHOLE else focus & ~(masked & focus).any(1, keepdim=True))
+        counted = masked & focus & asked
     ids = ids[:, :ids.shape[1] - (L - end)]
     gold = gold[:, first:end]
     n = end - first
