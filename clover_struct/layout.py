@@ -36,6 +36,10 @@ before copied and after the verbatim slots before it in its own item (rows.copie
 A verbatim string marked `copies_before` (json_schema_extra={"verbatim": True,
 "copies_before": "valid_to"}, a sibling's name) is decoded once that sibling is, and copies
 a piece that starts before the sibling's (rows.copied_before): a start before its end.
+One marked `copies_beside` is decoded once its sibling is and copies the piece right next
+to the sibling's, with only separators between: the one just before it, where that one
+is not what an item before copied, else the one just after ("东经121.47度、北纬31.31度"
+and "253202N1355900E" alike); where neither is, as if it were not marked.
 The list copies whole runs of the text: its first piece is not one that follows a piece
 of an item with only separators between, and an item whose piece so follows the item
 before is present ("5130N 00010W - 5140N 00020W, 5150N ..." is read to its end).
@@ -117,6 +121,7 @@ class Slot:
     #                              pieces: the variant's fixed texts and (field key, Slot) in order
     verbatim: bool = False       # a string the text holds as written (verbatim.py)
     before: str | None = None    # the verbatim field whose copy this one's precedes in the text (copies_before)
+    beside: str | None = None    # the verbatim field whose copy this one's stands next to in the text (copies_beside)
 
     @property
     def end(self) -> int:

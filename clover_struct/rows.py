@@ -86,6 +86,13 @@ def copied_before(canvas) -> dict[int, int]:
 
 
 @lru_cache(maxsize=64)
+def copied_beside(canvas) -> dict[int, int]:
+    """Per verbatim slot marked copies_beside: the slot whose copy its own stands next to."""
+    at = {s.path: i for i, s in enumerate(canvas.slots)}
+    return {i: at[s.beside] for i, s in enumerate(canvas.slots) if s.beside}
+
+
+@lru_cache(maxsize=64)
 def run_heads(canvas) -> dict[int, tuple[int, int]]:
     """Per item_blocks list whose items copy: its first item's first verbatim slot -> (that item's
     last verbatim slot, the items the list must hold): the list's first piece starts a run of
@@ -145,9 +152,10 @@ class Row:
                              for i, after in enumerate(copied_after(canvas))]
         self.heads = {h: run for h, run in run_heads(canvas).items() if bound[h] and bound[run[0]]}
         self.before = {i: j for i, j in copied_before(canvas).items() if bound[i] and bound[j]}
-        self.waits_for = [after + ((self.before[i],) if i in self.before else ())   # done before slot i starts
+        self.beside = {i: j for i, j in copied_beside(canvas).items() if bound[i] and bound[j]}
+        self.waits_for = [after + tuple(m[i] for m in (self.before, self.beside) if i in m)   # done before i starts
                           for i, after in enumerate(self.copied_after)]
-        self.placed: set[int] = set()           # slots whose copy's start copy_after, copy_run or copy_before set
+        self.placed: set[int] = set()           # slots whose copy's start `place` set
         self._unreachable: dict[tuple[int, int], list[int]] = {}   # (choice slot, candidates) -> barred
         for g in canvas.groups:
             if g.required:
@@ -189,7 +197,7 @@ class Row:
     # ---- slots ----
     def next_slots(self, block_start, block_end) -> list[int]:
         """Unfinished slots whose next position lies in the block, in canvas order; a slot that
-        copies after others, or before another, waits until they are done."""
+        copies after others, or before or beside another, waits until they are done."""
         return [i for i, s in enumerate(self.canvas.slots)
                 if not self.done[i] and block_start <= s.start + self.filled[i] < block_end
                 and all(self.done[j] for j in self.waits_for[i])]
@@ -255,7 +263,8 @@ class Row:
         if ends:
             item = self.may_be_absent(i)
             self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i),
-                                                           or_anywhere=item is None)
+                                                           or_anywhere=item is None,
+                                                           among=[self.automata[j] for j in self.copied_after[i]])
             if item is not None and self.automata[i].adjoins(self.state[i], max(ends)):
                 self.set_present(item)
 
@@ -267,6 +276,19 @@ class Row:
         if span is not None:
             self.state[i] = self.automata[i].starting_before(self.state[i], span[0])
 
+    def copy_beside(self, i) -> bool:
+        """A slot marked copies_beside copies the piece right next to its sibling's: the one just
+        before it, where that starts after what the item before copied, else the one just after.
+        False where neither is (the slot is then placed as if unmarked)."""
+        j = self.beside[i]
+        piece = self.automata[j].copied_piece(self.state[j], self.canvas.slot_text(self.ids, j))
+        ends = [self.automata[k].copied_to(self.state[k]) for k in self.copied_after[i] if k != j]
+        state = piece and self.automata[i].beside(self.state[i], piece, max(filter(None, ends), default=0),
+                                                  self.remaining(i))
+        if state:
+            self.state[i] = state
+        return bool(state)
+
     def copy_run(self, i):
         """A list's first piece starts a run of its pieces in the text, not in the middle of one,
         and one as long as the list must be where there is such a run."""
@@ -274,15 +296,22 @@ class Row:
         self.state[i] = self.automata[i].starting_a_run(self.state[i], self.remaining(i), self.automata[last],
                                                         items)
 
+    def place(self, i):
+        """Where slot i's copy may start, set once before its first token (the slots it copies
+        after, beside or before are done by then)."""
+        if i in self.beside and self.copy_beside(i):
+            return
+        if self.copied_after[i]:
+            self.copy_after(i)
+        elif i in self.heads:
+            self.copy_run(i)
+        elif i in self.before:
+            self.copy_before(i)
+
     def allowed(self, i) -> torch.Tensor:
         """Tokens slot i may take at its next position ([vocab] bool)."""
         if self.filled[i] == 0 and i not in self.placed:
-            if self.copied_after[i]:
-                self.copy_after(i)      # once: the pieces it follows are done before it starts
-            elif i in self.heads:
-                self.copy_run(i)
-            elif i in self.before:
-                self.copy_before(i)
+            self.place(i)
             self.placed.add(i)
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)

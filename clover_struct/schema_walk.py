@@ -129,9 +129,10 @@ class Builder:
         if s.get("verbatim") and (t != "string" or "enum" in s):
             raise SchemaError(path, "verbatim applies to str fields only (text copied as written), "
                                     "not to numbers, choices or models")
-        if s.get("copies_before") and not (s.get("verbatim") and isinstance(s["copies_before"], str)):
-            raise SchemaError(path, "copies_before applies to verbatim str fields and names a verbatim sibling "
-                                    '(json_schema_extra={"verbatim": True, "copies_before": "valid_to"})')
+        for key, example in (("copies_before", "valid_to"), ("copies_beside", "lat")):
+            if s.get(key) and not (s.get("verbatim") and isinstance(s[key], str)):
+                raise SchemaError(path, f"{key} applies to verbatim str fields and names a verbatim sibling "
+                                        f'(json_schema_extra={{"verbatim": True, "{key}": "{example}"}})')
         if s.get("item_blocks") and t != "array":
             raise SchemaError(path, "item_blocks applies to lists only (each item decoded as a block of its own)")
         if "discriminator" in s and not s.get("x-union"):
@@ -388,9 +389,10 @@ class Builder:
     def string(self, s, path, nullable, tokens):
         content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens)
         parent, _, _ = path.rpartition(".")
-        before = s.get("copies_before") and (f"{parent}.{s['copies_before']}" if parent else s["copies_before"])
+        before, beside = (s.get(key) and (f"{parent}.{s[key]}" if parent else s[key])
+                          for key in ("copies_before", "copies_beside"))
         spec = dict(checks=tuple(Check(*c) for c in checks), length=length, verbatim=bool(s.get("verbatim")),
-                    before=before, user_budget=tokens is not None)
+                    before=before, beside=beside, user_budget=tokens is not None)
         size = min(size, STRING_TOKENS_CAP)
         if nullable:
             return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
@@ -506,16 +508,19 @@ class Builder:
 
 
 def _check_order(slots: list[dict], blocks: tuple[int, ...]) -> None:
-    """copies_before names a verbatim sibling decoded no later than the field (a field waits for it)."""
+    """copies_before and copies_beside name a verbatim sibling decoded no later than the field
+    (a field waits for it)."""
     at = {s["path"]: s for s in slots}
     for s in slots:
-        other = at.get(s.get("before"))
-        if s.get("before") and not (other and other.get("verbatim")):
-            raise SchemaError(s["path"], f"copies_before names {s['before']!r}, which is no verbatim str field "
-                                         "beside this one: name a sibling marked verbatim")
-        if other and (other.get("before") or bisect.bisect(blocks, other["start"]) > bisect.bisect(blocks, s["start"])):
-            raise SchemaError(s["path"], f"copies_before {s['before']!r}: that field is decoded after this one or "
-                                         "waits for another itself; name one in the same block that names none")
+        for key, name in (("before", "copies_before"), ("beside", "copies_beside")):
+            other = at.get(s.get(key))
+            if s.get(key) and not (other and other.get("verbatim")):
+                raise SchemaError(s["path"], f"{name} names {s[key]!r}, which is no verbatim str field "
+                                             "beside this one: name a sibling marked verbatim")
+            if other and (other.get("before") or other.get("beside")
+                          or bisect.bisect(blocks, other["start"]) > bisect.bisect(blocks, s["start"])):
+                raise SchemaError(s["path"], f"{name} {s[key]!r}: that field is decoded after this one or "
+                                             "waits for another itself; name one in the same block that names none")
 
 
 def _whole_pattern(slot: Slot) -> str:

@@ -315,18 +315,21 @@ class Verbatim:
         quote (null), once the copy is given up, or where a piece written so far ends."""
         return not inside or ends == FREE or self.source.may_end(ends)
 
-    def starting_from(self, state, offset: int, remaining: int, *, or_anywhere: bool = False):
+    def starting_from(self, state, offset: int, remaining: int, *, or_anywhere: bool = False, among=()):
         """A value not begun yet, its copy to start at `offset` of the text or later: a patterned
         string's at the first piece there that the pattern accepts whole (the next identifier,
-        the next coordinate), free text's anywhere after. Where no piece follows, the copy may
-        not start (an item that may be absent then is), or, `or_anywhere`, starts anywhere."""
+        the next coordinate), free text's anywhere after; given `among` (the automata of the
+        slots it copies after), not at one inside a longer piece of theirs or its own. Where no
+        piece follows, the copy may not start (an item that may be absent then is), or,
+        `or_anywhere`, starts anywhere."""
         q, inside, ends = state
         if not isinstance(ends, int):
             return state
         offset = max(ends, offset)
         if not (self.patterned and inside):
             return (q, inside, offset) if len(self.source.found(offset)) or not or_anywhere else state
-        start = next((s for s in self.source.starts(offset) if self._fits(state, s, remaining)), None)
+        start = next((s for s in self.source.starts(offset)
+                      if self._fits(state, s, remaining) and not (among and self._inside(s, among))), None)
         if start is not None:
             return q, inside, (start,)
         return state if or_anywhere else (q, inside, len(self.source.edge))   # past the text's end
@@ -358,10 +361,32 @@ class Verbatim:
         q, inside, ends = state
         if not (self.patterned and last.patterned and inside and isinstance(ends, int)):
             return state
-        heads = tuple(s for s in self.source.starts(ends)
-                      if self._fits(state, s, remaining) and not last.ends_at(self.separated(s)))
+        starts = [s for s in self.source.starts(ends)
+                  if self._fits(state, s, remaining) and not self._inside(s, [last])]
+        heads = tuple(s for s in starts if not last.ends_at(self.separated(s)))
+        if not heads:   # each follows a piece of `last`: the items name their fields the other way round
+            heads = tuple(s for s in starts if self._follows_a_lead(s, last))   # '东经121.47度、北纬31.31度'
         heads = tuple(s for s in heads if self._run(s, last, items) >= items) or heads
         return (q, inside, heads) if heads else state
+
+    def _inside(self, start: int, others=()) -> bool:
+        """Whether the piece at `start` is part of a longer one that this pattern or one of
+        `others` (patterned slots on the same text) accepts whole: one that starts before it
+        and ends where its shortest piece ends or later (the '31.31' of '北纬31.31度', of
+        '东经31.31度'; not the 'S40 58 00' after '23 00 S', which only overlaps it)."""
+        own = self._ends_from(start)
+        if not own:
+            return False
+        reach, end = self.budget * int(self.pieces.lengths.max()), min(own)
+        return any(e >= end for v in {self, *others} if v.patterned
+                   for s in v.source.starts(max(0, start - reach), start - 1) for e in v._ends_from(s))
+
+    def _follows_a_lead(self, start: int, last: Verbatim) -> bool:
+        """Whether the piece at `start` follows, with only separators between, a piece of `last`
+        that does not itself follow one of this slot's: the first item of a list whose items
+        are written last field first."""
+        lead = last._ending_at(self.separated(start))
+        return lead is not None and not self.ends_at(last.separated(lead))
 
     def _run(self, start: int, last: Verbatim, items: int) -> int:
         """How many items follow one another from `start` of the text, up to `items`: each this
@@ -401,9 +426,27 @@ class Verbatim:
 
     def ends_at(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole ends at `offset` of the text."""
+        return self._ending_at(offset) is not None
+
+    def _ending_at(self, offset: int, floor: int = 0) -> int | None:
+        """Where the longest piece the pattern accepts whole that ends at `offset` of the text
+        starts, from `floor` on; None where none does."""
         reach = self.budget * int(self.pieces.lengths.max())     # the longest a piece can be
-        return any(offset in self._ends_from(start)
-                   for start in self.source.starts(max(0, offset - reach), offset - 1))
+        return next((start for start in self.source.starts(max(floor, offset - reach), offset - 1)
+                     if offset in self._ends_from(start)), None)
+
+    def beside(self, state, piece: tuple[int, int], floor: int, remaining: int):
+        """A value not begun yet, its copy to start at the piece the pattern accepts whole right
+        next to `piece` ((start, end) of the text), with only separators between: the one just
+        before it where that starts at `floor` or later (past what an item before copied), else
+        the one just after it. None where neither is, or for free text."""
+        q, inside, ends = state
+        if not (self.patterned and inside and isinstance(ends, int)):
+            return None
+        start = self._ending_at(self.separated(piece[0]), max(floor, ends))
+        if start is None:
+            start = next((s for s in self._next_to(piece[1]) if self._fits(state, s, remaining)), None)
+        return None if start is None else (q, inside, (start,))
 
     def _ends_from(self, start: int) -> set[int]:
         """Where the pieces the pattern accepts whole that start at `start` end (a bounded search)."""
@@ -419,6 +462,14 @@ class Verbatim:
                 todo += [self.next(state, t) for t in self._copying(state, self.budget).tolist() if t != self.pad_id]
             self._ends[start] = found
         return self._ends[start]
+
+    def copied_piece(self, state, text: str) -> tuple[int, int] | None:
+        """(start, end) of the text where the copy made in `state` stands (its earliest
+        occurrence), `text` the slot's text as in `span`; None if nothing was copied."""
+        end = self.copied_to(state)
+        if self.slot.json_kind != "string":
+            text = text[1:-1] if text.startswith('"') else ""
+        return None if end is None or not text else (end - len(text.encode()), end)
 
     def copied_to(self, state) -> int | None:
         """Where the earliest occurrence of the piece copied so far ends; None if none was copied."""

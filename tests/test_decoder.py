@@ -265,10 +265,48 @@ def test_a_start_copies_a_piece_before_its_end(toy_tokenizer):
     assert both
 
 
-def test_copies_before_names_a_verbatim_sibling_decoded_no_later(toy_tokenizer):
-    wrong = [({"verbatim": True, "copies_before": "nowhere"}, "no verbatim str field"),
-             ({"copies_before": "end"}, "applies to verbatim str fields"),
-             ({"verbatim": True, "copies_before": "later"}, "decoded after this one")]
+class Spot(BaseModel):
+    lat: str = Field(pattern=r"^N?[0-9]{2}\.[0-9]{2}$", json_schema_extra={"verbatim": True})
+    lon: str = Field(pattern=r"^E?[0-9]{2}\.[0-9]{2}$", json_schema_extra={"verbatim": True, "copies_beside": "lat"})
+
+
+class Spots(BaseModel):
+    spots: list[Spot] = Field(min_length=2, max_length=4, json_schema_extra={"item_blocks": True})
+
+
+class Fix(BaseModel):
+    lat: str = Field(pattern=r"^N[0-9]{2}\.[0-9]{2}$", json_schema_extra={"verbatim": True})
+    lon: str = Field(pattern=r"^E[0-9]{2}\.[0-9]{2}$", json_schema_extra={"verbatim": True, "copies_beside": "lat"})
+
+
+def test_a_field_copies_the_piece_beside_its_sibling(toy_tokenizer):
+    """A field marked copies_beside copies the piece right next to its sibling's: the one
+    before it where there is one (E12.00 for N26.09), else the one after (E22.22 for N22.22);
+    the models pick the latitude, never the longitude."""
+    text = "ref E01.00 then E12.00 N26.09, N22.22 E22.22 end E99.99"
+    pairs = {"N26.09": "E12.00", "N22.22": "E22.22"}
+    for seed in range(8):
+        got = extract(text, Fix, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert got.lon == pairs[got.lat], (seed, got)
+
+
+def test_items_written_last_field_first_are_read_item_by_item(toy_tokenizer):
+    """Items that give their longitude first ('E14.30 N26.09; E15.00 N26.10'): the list starts at
+    the first item's latitude, each longitude is the piece before its latitude, and no copy
+    starts inside a longer piece (the 14.30 of E14.30 is no latitude); whether the third item
+    is there is the model's call."""
+    text = "area E14.30 N26.09; E15.00 N26.10; E16.00 N26.11 end"
+    want = [("N26.09", "E14.30"), ("N26.10", "E15.00"), ("N26.11", "E16.00")]
+    for seed in range(8):
+        got = extract(text, Spots, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert [(s.lat, s.lon) for s in got.spots] == want[:len(got.spots)], (seed, got)
+
+
+@pytest.mark.parametrize("key", ["copies_before", "copies_beside"])
+def test_copies_before_and_beside_name_a_verbatim_sibling_decoded_no_later(toy_tokenizer, key):
+    wrong = [({"verbatim": True, key: "nowhere"}, "no verbatim str field"),
+             ({key: "end"}, "applies to verbatim str fields"),
+             ({"verbatim": True, key: "later"}, "decoded after this one")]
     for extra, says in wrong:
         schema = {"type": "object", "required": ["start", "end", "legs"], "properties": {
             "start": {"type": "string", "pattern": "^[0-9]{4}$", **extra},

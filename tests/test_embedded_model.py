@@ -9,7 +9,7 @@ import torch
 
 import clover_struct
 from clover_struct import extract, extract_many
-from clover_struct.schemas import Notam
+from clover_struct.schemas import NoFlyZone, Notam
 
 SHIPPED = Path(clover_struct.__file__).parent / "models" / "clover-mini"
 
@@ -47,6 +47,21 @@ def test_extracts_a_notice_it_never_saw(model):
                    "valid_to": datetime(2032, 3, 15, 11, 0, tzinfo=timezone.utc), "permanent": False,
                    "estimated": False, "schedule": None, "lower": "SFC", "upper": "3000FT AMSL"}
     assert abs(n.center_lat - (23 + 8 / 60)) < 1e-6 and abs(n.center_lon - (113 + 19 / 60)) < 1e-6
+
+
+# Written for this test: a Chinese drone notice whose boundary gives each point's longitude first.
+LONGITUDE_FIRST = ("天河区公安局关于划设临时禁飞区域的通告：因航空测绘需要，2032年5月3日8时至17时（北京时间），在由"
+                   "（1）东经113.2500度、北纬23.1200度；（2）东经113.3100度、北纬23.1200度；（3）东经113.3100度、"
+                   "北纬23.0800度；（4）东经113.2500度、北纬23.0800度各点依次连线围成的区域内真高300米以下，禁止无人机飞行。")
+
+
+def test_reads_a_boundary_that_gives_longitude_first(model):
+    """Each vertex's longitude is the piece beside its latitude (copies_beside), here the one
+    before it; copied after the latitude instead, every longitude was the next vertex's."""
+    zone = extract(LONGITUDE_FIRST, NoFlyZone, model=model)
+    assert zone.polygon == [(23.12, 113.25), (23.12, 113.31), (23.08, 113.31), (23.08, 113.25)]
+    assert (zone.ceiling, zone.uas_only) == ("真高300米", True)
+    assert zone.valid_from == datetime(2032, 5, 3, 0, 0, tzinfo=timezone.utc)
 
 
 @pytest.mark.gpu

@@ -147,7 +147,7 @@ class Position(BaseModel):
     lat: str = _piece(LAT_PIECE, 16, "latitude as written, e.g. 510718N, N2609, S05 59 00, 40°26'46\"N, "
                                      "31.2304, 北纬22.5431度")
     lon: str = _piece(LON_PIECE, 16, "longitude as written, e.g. 0021047W, E11430, E090 05 00, 121.4737, "
-                                     "东经114.0579度")
+                                     "东经114.0579度", copies_beside="lat")   # after it, or before: 东经..、北纬..
 
     @field_validator("lat")
     @classmethod
