@@ -228,7 +228,8 @@ def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Mea
         schedule = "每日" + "、".join(f"{x[:2]}:{x[2:]}至{y[:2]}:{y[2:]}" for x, y in spec.windows)
     title = f"{city}{rng.choice(['公安局', '人民政府', '空管部门'])}关于划设临时禁飞区域的通告"
     ban = f"禁止{who}飞行" if rng.random() < 0.6 else f"设立{rng.choice(['临时', ''])}禁飞区，禁止{who}飞行"
-    body = f"因{reason}需要，{when}，{rng.choice(['在', ''])}{where}内{height}，{ban}。"
+    joint = "" if ban.startswith("设立") and rng.random() < 0.4 else "，"   # 真高150米以下设立禁飞区
+    body = f"因{reason}需要，{when}，{rng.choice(['在', ''])}{where}内{rng.choice(['', '，'])}{height}{joint}{ban}。"
     if schedule:
         body += f"管制时段为{schedule}。"
     if spec.authorisable:

@@ -29,6 +29,7 @@ NOTATIONS = {"dms_prefix_joined": 35, "dm_prefix_joined": 15, "dms_lines": 25, "
              "dms_suffix_dashes": 10, "dm_prefix_lines": 6}
 AUTHORITIES = ("THE STATE AVIATION AUTHORITY", "THE CIVIL AVIATION AUTHORITY", "THE LAUNCH SITE", "THE RANGE OFFICE",
                "THE AIR NAVIGATION SERVICE PROVIDER")
+OPERATORS = ("CHINA", "JAPAN", "INDIA", "KOREA", "THE LAUNCH PROVIDER", "THE SPACE AGENCY")
 ACTIVITIES = ("AEROSPACE FLIGHT ACTIVITY", "AEROSPACE FLT ACT", "ROCKET LAUNCH", "ROCKET LAUNCHING ACTIVITIES",
               "SPACE DEBRIS FALL", "SATELLITE LAUNCH", "MISSILE FIRING", "LAUNCH VEHICLE RECOVERY")
 
@@ -115,8 +116,9 @@ def range_notice(rng: random.Random) -> tuple[str, NoFlyZone, N.Meant]:
         (f"AIRSPACE CLOSED DUE TO {activity}.\nAREA AS FLW:\nGEO:", activity),
         (f"DANGER AREA ACTIVATED FOR {activity} BOUNDED BY", activity),
         (f"SPECIAL OPS ({activity}) WILL TAKE PLACE WI:", activity),
-        (f"{activity} WILL BE CONDUCTED.\nEST FALL AREA OF {rng.choice(['DEBRIS', 'UNBURNED DEBRIS', 'ROCKET STAGE'])}"
-         " WI:", activity),
+        (f"{rng.choice([activity, f'SPECIAL OPS ({activity})'])} WILL BE CONDUCTED"
+         f"{rng.choice(['', '', f' BY {rng.choice(OPERATORS)}'])}.\nEST FALL AREA {rng.choice(['OF', 'FOR'])} "
+         f"{rng.choice(['DEBRIS', 'UNBURNED DEBRIS', 'ROCKET STAGE'])} WI:", activity),
         (f"{activity} AS ADVISED BY {rng.choice(AUTHORITIES)}:\nDUE TO {activity}, THE SAFETY OF AIRCRAFT IN THE AREA "
          "BELOW MAY BE AFFECTED:", activity),
         (f"{rng.choice(['NATIONAL ', 'FOREIGN ', ''])}{activity} WILL TAKE PLACE, INFO RECEIVED FROM "

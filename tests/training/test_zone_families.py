@@ -130,6 +130,7 @@ def test_range_notices_use_every_notation_and_ending():
     assert any(re.fullmatch(r"[NS]\d{4} [EW]\d{5}", x) for x in lines)       # N4310 E12329, a pair a line
     assert any(re.search(r"\d{4}[NS] ?\d{5}[EW], \d{4}[NS]", t) for t in texts)  # 1530S15012E, 1610S...
     assert any("INFO RECEIVED FROM" in t or "AS ADVISED BY" in t for t in texts)
+    assert any("WILL BE CONDUCTED BY" in t and "FALL AREA FOR" in t for t in texts)
     assert any("BACK TO START" in t for t in texts)
     assert any(g.area.vertices[0] == g.area.vertices[-1] for g in golds)   # a closing repeat
     counts = [len(g.polygon) for g in golds]
@@ -142,5 +143,6 @@ def test_lowercase_and_local_clock_variants_appear():
     assert any(t == t.lower() for t, _, _ in lower)
     zh = [zone_case(seed, "drone_zh") for seed in range(100)]
     assert {g.utc_offset_hours for _, g, _ in zh} == {0.0, 8.0} and any("北京时间" in t for t, _, _ in zh)
+    assert any(re.search("内，真高[0-9.]+米以下设立", t) for t, _, _ in zh)   # the height set off, joined to the ban
     en = [zone_case(seed, "drone_en_prose") for seed in range(100)]
     assert len({g.utc_offset_hours for _, g, _ in en}) > 5
