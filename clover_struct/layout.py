@@ -35,7 +35,7 @@ Their verbatim slots copy in the order of the text: each starts after what the i
 before copied and after the verbatim slots before it in its own item (rows.copied_after).
 A verbatim string marked `copies_before` (json_schema_extra={"verbatim": True,
 "copies_before": "valid_to"}, a sibling's name) is decoded once that sibling is, and copies
-a piece that starts before the sibling's (rows.copied_before): a start before its end.
+a piece that starts before the sibling's (rows.sibling_copies): a start before its end.
 One marked `copies_beside` is decoded once its sibling is and copies the piece right next
 to the sibling's, with only separators between: the one just before it, where that one
 is not what an item before copied, else the one just after ("东经121.47度、北纬31.31度"

@@ -79,17 +79,11 @@ def copied_after(canvas) -> tuple[tuple[int, ...], ...]:
 
 
 @lru_cache(maxsize=64)
-def copied_before(canvas) -> dict[int, int]:
-    """Per verbatim slot marked copies_before: the slot whose copy its own precedes in the text."""
+def sibling_copies(canvas, mark: str) -> dict[int, int]:
+    """Per verbatim slot marked copies_before (mark "before") or copies_beside ("beside"): the
+    slot whose copy its own precedes, or stands next to, in the text."""
     at = {s.path: i for i, s in enumerate(canvas.slots)}
-    return {i: at[s.before] for i, s in enumerate(canvas.slots) if s.before}
-
-
-@lru_cache(maxsize=64)
-def copied_beside(canvas) -> dict[int, int]:
-    """Per verbatim slot marked copies_beside: the slot whose copy its own stands next to."""
-    at = {s.path: i for i, s in enumerate(canvas.slots)}
-    return {i: at[s.beside] for i, s in enumerate(canvas.slots) if s.beside}
+    return {i: at[getattr(s, mark)] for i, s in enumerate(canvas.slots) if getattr(s, mark)}
 
 
 @lru_cache(maxsize=64)
@@ -151,8 +145,8 @@ class Row:
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
                              for i, after in enumerate(copied_after(canvas))]
         self.heads = {h: run for h, run in run_heads(canvas).items() if bound[h] and bound[run[0]]}
-        self.before = {i: j for i, j in copied_before(canvas).items() if bound[i] and bound[j]}
-        self.beside = {i: j for i, j in copied_beside(canvas).items() if bound[i] and bound[j]}
+        self.before, self.beside = ({i: j for i, j in sibling_copies(canvas, mark).items() if bound[i] and bound[j]}
+                                    for mark in ("before", "beside"))
         self.waits_for = [after + tuple(m[i] for m in (self.before, self.beside) if i in m)   # done before i starts
                           for i, after in enumerate(self.copied_after)]
         self.placed: set[int] = set()           # slots whose copy's start `place` set
