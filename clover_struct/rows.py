@@ -141,7 +141,7 @@ class Row:
         self.top: dict[int, tuple[list[float], list[int]]] = {}   # position -> alternatives
         self.trace = Trace()
         self.groups_of = groups_of(canvas)
-        bound = [hasattr(a, "copied_to") for a in automata]        # verbatim slots bound to a text
+        self.bound = bound = [hasattr(a, "copied_to") for a in automata]   # verbatim slots bound to a text
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()
                              for i, after in enumerate(copied_after(canvas))]
         self.heads = {h: run for h, run in run_heads(canvas).items() if bound[h] and bound[run[0]]}
@@ -250,8 +250,9 @@ class Row:
     def copy_after(self, i):
         """A verbatim slot of an item_blocks item copies from after the pieces it follows (past the
         earliest end of each); where nothing follows them, an item that may be absent is absent,
-        and a slot that must be written copies from anywhere. Where the next piece follows with
-        only separators between ("5130N 00010W - 5140N ..."), the run goes on: the item is present."""
+        and a slot that must be written copies from anywhere. Where a piece of the item's follows
+        with only separators between ("5130N 00010W - 5140N ...", "北纬31.02度；（2）东经121.65度、
+        北纬..."), the run goes on: the item is present."""
         ends = [self.automata[j].copied_to(self.state[j]) for j in self.copied_after[i]]
         ends = [e for e in ends if e is not None]
         if ends:
@@ -259,7 +260,8 @@ class Row:
             self.state[i] = self.automata[i].starting_from(self.state[i], max(ends), self.remaining(i),
                                                            or_anywhere=item is None,
                                                            among=[self.automata[j] for j in self.copied_after[i]])
-            if item is not None and self.automata[i].adjoins(self.state[i], max(ends)):
+            if item is not None and any(self.bound[j] and self.automata[j].follows_on(max(ends))
+                                        for j in self.canvas.groups[item].slots):
                 self.set_present(item)
 
     def copy_before(self, i):

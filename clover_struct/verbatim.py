@@ -37,9 +37,10 @@ FREE = "free"       # `ends` once the copy is given up: the slot's automaton alo
 _FAR = 1 << 30
 _FREE_TEXT = (CHAR + "*", f'null|"(?:{CHAR}*)"')   # the patterns of strings that have none
 # What may stand between two pieces of one list in the text: punctuation and spaces, and a
-# joining word or an item number or both ("5130N 00010W - 5140N", "... TO 5140N", "\n2. 5140N").
+# joining word or an item number or both ("5130N 00010W - 5140N", "... TO 5140N", "\n2. 5140N",
+# "；（2）北纬31.02度").
 _SEP = r"(?:[\W_]|[至到])*"
-_GAP = rf"{_SEP}(?:(?<!\w)(?:to|then|thence|and|\d{{1,2}}[.)])(?!\w){_SEP}){{0,2}}"
+_GAP = rf"{_SEP}(?:(?:(?<!\w)(?:to|then|thence|and|\d{{1,2}}[.)])(?!\w)|[(（]\d{{1,2}}[)）]){_SEP}){{0,2}}"
 _BETWEEN, _BEFORE = re.compile(_GAP, re.I), re.compile(rf"(?:{_GAP})\Z", re.I)
 
 
@@ -418,11 +419,10 @@ class Verbatim:
         before = self.source.data[max(0, start - 32):start].decode(errors="surrogateescape")
         return start - len(_BEFORE.search(before).group().encode(errors="surrogateescape"))
 
-    def adjoins(self, state, offset: int) -> bool:
-        """Whether the copy begun in `state` starts after `offset` with only separators between."""
-        ends = state[2]
-        return (isinstance(ends, tuple) and len(ends) == 1 and offset <= ends[0]
-                and _BETWEEN.fullmatch(self.source.data[offset:ends[0]].decode(errors="surrogateescape")) is not None)
+    def follows_on(self, offset: int) -> bool:
+        """Whether a piece the pattern accepts whole starts after `offset` of the text with only
+        separators between."""
+        return self.patterned and any(self._fits(self.initial, s, self.budget) for s in self._next_to(offset))
 
     def ends_at(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole ends at `offset` of the text."""

@@ -292,14 +292,23 @@ def test_a_field_copies_the_piece_beside_its_sibling(toy_tokenizer):
 
 def test_items_written_last_field_first_are_read_item_by_item(toy_tokenizer):
     """Items that give their longitude first ('E14.30 N26.09; E15.00 N26.10'): the list starts at
-    the first item's latitude, each longitude is the piece before its latitude, and no copy
-    starts inside a longer piece (the 14.30 of E14.30 is no latitude); whether the third item
-    is there is the model's call."""
+    the first item's latitude, each longitude is the piece before its latitude, no copy starts
+    inside a longer piece (the 14.30 of E14.30 is no latitude), and an item whose longitude
+    follows the item before with only separators between is present."""
     text = "area E14.30 N26.09; E15.00 N26.10; E16.00 N26.11 end"
     want = [("N26.09", "E14.30"), ("N26.10", "E15.00"), ("N26.11", "E16.00")]
     for seed in range(8):
         got = extract(text, Spots, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
-        assert [(s.lat, s.lon) for s in got.spots] == want[:len(got.spots)], (seed, got)
+        assert [(s.lat, s.lon) for s in got.spots] == want, (seed, got)
+
+
+def test_items_numbered_in_brackets_are_one_run(toy_tokenizer):
+    """'；（2）' stands between two items as '- 2.' does: the list of at least three starts at the
+    run of three, not at the lone leg before it."""
+    text = "ref QQ10 900. legs: （1）AB12 100；（2）CD34 200；（3）EF56 300 end"
+    for seed in range(8):
+        got = extract(text, LongLegs, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert [leg.code for leg in got.legs] == ["AB12", "CD34", "EF56"], (seed, got)
 
 
 @pytest.mark.parametrize("key", ["copies_before", "copies_beside"])
