@@ -422,7 +422,8 @@ class Verbatim:
     def follows_on(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole starts after `offset` of the text with only
         separators between."""
-        return self.patterned and any(self._fits(self.initial, s, self.budget) for s in self._next_to(offset))
+        return (self.patterned and self.initial[1]
+                and any(self._fits(self.initial, s, self.budget) for s in self._next_to(offset)))
 
     def ends_at(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole ends at `offset` of the text."""
