@@ -37,6 +37,8 @@ from .value_regex import ValueRegex
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
 KEY_TOKENS = 12     # budget of a map's key
 BOUNDED_ITEMS = 32  # a list bound up to this is laid out item for item; above it, as an open list
+# Schema keys naming a verbatim sibling the field copies relative to: key -> (Slot attribute, example).
+SIBLING_KEYS = {"copies_before": ("before", "valid_to"), "copies_beside": ("beside", "lat")}
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ class Builder:
         if s.get("verbatim") and (t != "string" or "enum" in s):
             raise SchemaError(path, "verbatim applies to str fields only (text copied as written), "
                                     "not to numbers, choices or models")
-        for key, example in (("copies_before", "valid_to"), ("copies_beside", "lat")):
+        for key, (_, example) in SIBLING_KEYS.items():
             if s.get(key) and not (s.get("verbatim") and isinstance(s[key], str)):
                 raise SchemaError(path, f"{key} applies to verbatim str fields and names a verbatim sibling "
                                         f'(json_schema_extra={{"verbatim": True, "{key}": "{example}"}})')
@@ -389,8 +391,7 @@ class Builder:
     def string(self, s, path, nullable, tokens):
         content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens)
         parent, _, _ = path.rpartition(".")
-        before, beside = (s.get(key) and (f"{parent}.{s[key]}" if parent else s[key])
-                          for key in ("copies_before", "copies_beside"))
+        before, beside = (s.get(key) and (f"{parent}.{s[key]}" if parent else s[key]) for key in SIBLING_KEYS)
         spec = dict(checks=tuple(Check(*c) for c in checks), length=length, verbatim=bool(s.get("verbatim")),
                     before=before, beside=beside, user_budget=tokens is not None)
         size = min(size, STRING_TOKENS_CAP)
@@ -512,7 +513,7 @@ def _check_order(slots: list[dict], blocks: tuple[int, ...]) -> None:
     (a field waits for it)."""
     at = {s["path"]: s for s in slots}
     for s in slots:
-        for key, name in (("before", "copies_before"), ("beside", "copies_beside")):
+        for name, (key, _) in SIBLING_KEYS.items():
             other = at.get(s.get(key))
             if s.get(key) and not (other and other.get("verbatim")):
                 raise SchemaError(s["path"], f"{name} names {s[key]!r}, which is no verbatim str field "

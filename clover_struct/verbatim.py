@@ -422,8 +422,12 @@ class Verbatim:
     def follows_on(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole starts after `offset` of the text with only
         separators between."""
-        return (self.patterned and self.initial[1]
-                and any(self._fits(self.initial, s, self.budget) for s in self._next_to(offset)))
+        return self.patterned and self.initial[1] and self._following(offset, self.initial, self.budget) is not None
+
+    def _following(self, offset: int, state, remaining: int) -> int | None:
+        """Where the first piece the pattern accepts whole (from `state`) starts after `offset`
+        of the text with only separators between; None where none does."""
+        return next((s for s in self._next_to(offset) if self._fits(state, s, remaining)), None)
 
     def ends_at(self, offset: int) -> bool:
         """Whether a piece the pattern accepts whole ends at `offset` of the text."""
@@ -446,7 +450,7 @@ class Verbatim:
             return None
         start = self._ending_at(self.separated(piece[0]), max(floor, ends))
         if start is None:
-            start = next((s for s in self._next_to(piece[1]) if self._fits(state, s, remaining)), None)
+            start = self._following(piece[1], state, remaining)
         return None if start is None else (q, inside, (start,))
 
     def _ends_from(self, start: int) -> set[int]:
