@@ -7,7 +7,9 @@ construction: only tokens from which a final state is reachable within the
 positions left are allowed) and keeps committing further tokens from the same
 forward while the model is confident (`threshold`, as in Fast-dLLM). A pad ends
 a value; the rest of the slot is padded at once. Choice slots (enums, bools,
-union tags) are settled in their first step by scoring whole candidates.
+union tags) are settled in their first step by scoring whole candidates, and so
+are free-text copies (a stated reason): the piece of the text whose tokens score
+best over the slot's positions (rows.best_copy).
 
 Groups (list items, optional objects, union variants) are present or absent
 as a whole (layout.py has the rules). The decoder decides a group when the

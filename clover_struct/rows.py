@@ -5,7 +5,8 @@
 model ranked at each decided position. `decode_slot` is the selection rule of one slot
 in one step: its next token always (left to right inside the slot, among the tokens its
 automaton allows), more while the model is confident (`threshold`); a choice slot is
-settled whole, as the best-scoring candidate. Knows nothing of models: log-probs in.
+settled whole, as the best-scoring candidate, and so is a free-text copy, as the best-scoring
+piece of the text. Knows nothing of models: log-probs in.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from functools import lru_cache
 import torch
 
 TOP = 8  # alternatives remembered per position, for fallbacks when a value fails its checks
+WIDTH = 16   # paths best_copy keeps per position
 _TORCH_MASKS: dict[int, tuple] = {}  # id(numpy mask) -> (the mask, kept alive; its torch copy)
 
 
@@ -304,11 +306,16 @@ class Row:
         elif i in self.before:
             self.copy_before(i)
 
-    def allowed(self, i) -> torch.Tensor:
-        """Tokens slot i may take at its next position ([vocab] bool)."""
+    def placed_state(self, i):
+        """Slot i's automaton state, its copy's start placed first where it has not begun."""
         if self.filled[i] == 0 and i not in self.placed:
             self.place(i)
             self.placed.add(i)
+        return self.state[i]
+
+    def allowed(self, i) -> torch.Tensor:
+        """Tokens slot i may take at its next position ([vocab] bool)."""
+        self.placed_state(i)
         mask = self.automata[i].allowed_mask(self.state[i], self.remaining(i),
                                              allow_empty=self.may_be_absent(i) is not None)
         if mask.flags.writeable:          # made for this call (a Verbatim slot's): use it as it is
@@ -428,8 +435,54 @@ def pick_viable(row: Row, i, lp, temperature, generator):
     return token, masked
 
 
+def copies_free_text(row: Row, i, lp) -> bool:
+    """Whether slot i is a free-text copy inside its quotes with nothing copied yet, each of its
+    positions left in this step's log-probs."""
+    s, a = row.canvas.slots[i], row.automata[i]
+    if getattr(a, "patterned", True) or not all(p in lp for p in range(s.start + row.filled[i], s.end)):
+        return False
+    _, inside, ends = row.placed_state(i)
+    return inside and isinstance(ends, int)
+
+
+def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
+    """The rest of free-text copy slot i, chosen whole as a choice slot is: of the token paths
+    its automaton allows (pieces of the text), the one whose tokens, and the pads after them,
+    have the highest summed log-probs over the slot's positions left. A beam search keeping
+    the WIDTH best paths per position; None where no path ends. Free text has no pattern to
+    say where a piece ends, so the piece is read whole, not from its first token alone."""
+    started = time.perf_counter()
+    s, a, pad = row.canvas.slots[i], row.automata[i], row.canvas.pad_id
+    left = range(s.start + row.filled[i], s.end)
+    pads = torch.stack([lp[p][pad] for p in left]).double()
+    tail = pads.flip(0).cumsum(0).flip(0).tolist()   # a pad at each position from k to the end
+    beam, ended = {row.state[i]: (0.0, [])}, []
+    for k, p in enumerate(left):
+        grown = []
+        for state, (score, path) in beam.items():
+            toks = a.allowed(state, len(left) - k)
+            if pad in toks:
+                ended.append((score + tail[k], path + [pad]))
+            toks = toks[toks != pad]
+            top = (lp[p][torch.from_numpy(toks)].double() + score).topk(min(WIDTH, len(toks)))
+            grown += [(v, state, path, int(toks[j])) for v, j in zip(top.values.tolist(), top.indices.tolist())]
+        best = max((score for score, _ in ended), default=-math.inf)
+        beam = {}
+        for v, state, path, t in sorted(grown, key=lambda g: g[0], reverse=True):
+            if v <= best or len(beam) == WIDTH:    # a path's score only falls as it goes on
+                break
+            beam.setdefault(a.next(state, t), (v, path + [t]))
+    ended += [(score, path) for state, (score, path) in beam.items() if a.is_final(state)]
+    row.trace.constraint_seconds += time.perf_counter() - started
+    if not ended:
+        return None
+    return ended[pick(torch.tensor([score for score, _ in ended]), temperature, generator)][1]
+
+
 def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, generator):
-    """Commit slot i's next token, then more while confident. lp: the row's Logprobs."""
+    """Commit slot i's next token, then more while confident; a free-text copy's piece whole
+    (best_copy), once its quote is written, in a step that may commit more than one token
+    (threshold <= 1). lp: the row's Logprobs."""
     s = row.canvas.slots[i]
     if s.kind == "choice":
         cands, scores = choice_scores(row, i, lp)
@@ -443,11 +496,16 @@ def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, genera
             row.finish(i, step)
         row.select_variants(i, step)
         return
-    first = True
+    first, path = True, None
     while not row.done[i] and s.start + row.filled[i] < block_end:
-        token, masked = pick_viable(row, i, lp, temperature, generator)
+        if path is None and (first or threshold <= 1) and copies_free_text(row, i, lp):
+            path = best_copy(row, i, lp, temperature, generator)
+        if path:
+            token, masked = path.pop(0), next_logprobs(row, i, lp)
+        else:
+            token, masked = pick_viable(row, i, lp, temperature, generator)
         prob = math.exp(float(masked[token] - masked.logsumexp(0)))  # confidence under the constraint
-        if not first and prob < threshold:
+        if not first and prob < threshold and path is None:
             break
         values, ids = masked.topk(min(TOP, masked.shape[0]))
         row.top[s.start + row.filled[i]] = (values.tolist(), ids.tolist())

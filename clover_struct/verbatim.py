@@ -7,10 +7,10 @@ from: of the tokens the automaton allows, only those that carry the value on alo
 occurrence in the text. The text is read as a JSON string holds it (escaped), with every
 run of whitespace as one space, and none where a line end cuts a coordinate (`N2` /
 `92000E1222500` in a notice wrapped at a fixed width: WRAP_IN_COORDINATE). A piece is
-not empty (a nullable field says it is absent with null) and starts and ends at a word edge:
+not empty (a nullable field says it is absent with null), starts and ends at a word edge:
 not inside a run of ASCII digits or of letters (`AB12` is no piece of `AB123`; `N` and `005`
-are pieces of `4730N005`). Where the text holds no piece the pattern accepts, the slot goes
-on under its automaton alone, so a verbatim slot is never stuck where its automaton is not;
+are pieces of `4730N005`), and neither starts nor ends with a space. Where the text holds
+no piece the pattern accepts, the slot goes on under its automaton alone, so a verbatim slot is never stuck where its automaton is not;
 but a union variant with a copy it must make and the text cannot give (a circle's radius
 where none is stated) is not chosen while another variant or null can be (`has_piece`,
 rows.Row.unreachable).
@@ -165,12 +165,14 @@ class Source:
             hit.append(ids[k[at]])
         pos, hit = np.concatenate(pos), np.concatenate(hit)
         kind = np.select([(data >= 48) & (data <= 57), ((data | 32) >= 97) & ((data | 32) <= 122)], [1, 2], 0)
+        space = data == 32
         self.edge = np.ones(len(data) + 1, bool)          # not inside a run of ASCII digits or of letters
         self.edge[1:-1] = (kind[:-1] != kind[1:]) | (kind[1:] == 0)
+        starting = self.edge[pos] & ~space[pos]           # a piece neither starts nor ends with a space
+        self.edge[1:] &= ~space                           # (edge: where a piece may end)
         self.pieces, self.width = pieces, pieces.NEVER + 1
         order = np.lexsort((hit, pos))                    # by offset, then content
         self._hits, self._cuts = hit[order], np.searchsorted(pos[order], np.arange(len(data) + 2))
-        starting = self.edge[pos]
         order = np.lexsort((pos[starting], hit[starting]))   # value starts: by content, then offset
         self._starts = pos[starting][order]
         self._start_cuts = np.searchsorted(hit[starting][order], np.arange(self.width + 1))
@@ -279,7 +281,12 @@ class Verbatim:
         return self.inner.allowed_mask(state[0], remaining, allow_empty=allow_empty)
 
     def allowed(self, state, remaining: int, *, allow_empty: bool = False) -> np.ndarray:
-        return np.flatnonzero(self.allowed_mask(state, remaining, allow_empty=allow_empty))
+        """As allowed_mask, as token ids (no vocabulary-wide mask is made while copying)."""
+        if state[2] != FREE:
+            keep = self._copying(state, remaining, allow_empty)
+            if len(keep):
+                return np.unique(keep)
+        return self.inner.allowed(state[0], remaining, allow_empty=allow_empty)
 
     def viable(self, state, token: int, remaining: int) -> bool:
         """Whether, after `token`, a whole piece the pattern accepts fits the `remaining` positions."""

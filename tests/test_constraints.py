@@ -318,6 +318,14 @@ def test_verbatim_values_are_whole_pieces_of_the_text(toy_tokenizer):
     assert codes == {"AB12", "AB123"}
 
 
+def test_a_free_text_piece_neither_starts_nor_ends_with_a_space(toy_tokenizer):
+    canvas, autos = bound(toy_tokenizer, "SFC UP TO 400FT")
+    s = canvas.slots[1]
+    said = {toy_tokenizer.decode(list(v)) for v in values_of(autos[1], s.budget, canvas.pad_id)}
+    assert {"SFC", "SFC UP TO", "400FT", "UP"} <= said and "P TO" not in said
+    assert not any(v.startswith(" ") or v.endswith(" ") for v in said), sorted(said)
+
+
 def test_a_line_end_inside_a_coordinate_is_read_as_if_the_line_went_on():
     """A notice wrapped at a fixed width cuts `N292000` as `N2` and `92000`, or `0115354.9W` before
     its point: copies and the prompt read it whole, the copy's place is in the text as given;

@@ -1,6 +1,6 @@
 """The decoder against a scripted model: exact forward passes, commits per step, cache policy."""
 
-from typing import Literal
+from typing import Literal, Optional
 
 import pytest
 from pydantic import BaseModel, Field
@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from clover_struct.constraints import compile_canvas
 from clover_struct.decoder import decode
 from clover_struct.schema_walk import build_canvas
+from clover_struct.verbatim import for_text
 from tiny_models import MockModel
 
 
@@ -100,3 +101,23 @@ def test_on_step_counts_a_separate_prefill_pass(toy_tokenizer):
     (d,) = decode(without_prefill_step(model), [prompt], [canvas], [automata],
                   on_step=lambda step, n, rows: passes.append(n))
     assert passes == [2] and d.trace.forward_passes == 2
+
+
+class Said(BaseModel):
+    what: str = Field(max_length=8, json_schema_extra={"verbatim": True})
+    why: Optional[str] = Field(None, max_length=8, json_schema_extra={"verbatim": True})
+
+
+@pytest.mark.parametrize("schedule", ["joint", "one_token"])
+def test_a_free_text_copy_is_the_piece_that_scores_best_whole(toy_tokenizer, schedule):
+    """Each slot's first letter leans to `n` (only `now` starts so), its later positions spell
+    `blue`: read whole, the piece is `blue`, where its first token alone would copy `now`."""
+    text, tok = "go to the blue house now", toy_tokenizer
+    canvas = build_canvas(Said, tok)
+    script = dict(enumerate(canvas.fill({"what": "blue", "why": "blue"})))
+    firsts = [canvas.slots[0].start, canvas.slots[1].start + 1]    # `why` opens with its quote
+    script.update({c: tok.encode("n")[0] for c in firsts})
+    model = MockModel(tok, script, 3, confidence={c: 0.5 for c in firsts})
+    (d,) = decode(model, [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)],
+                  schedule=schedule)
+    assert canvas.validate(d.ids) == Said(what="blue", why="blue")

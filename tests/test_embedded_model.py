@@ -64,6 +64,22 @@ def test_reads_a_boundary_that_gives_longitude_first(model):
     assert zone.valid_from == datetime(2032, 5, 3, 0, 0, tzinfo=timezone.utc)
 
 
+# Written for this test: English drone notices stating their reason in several words.
+REASONS = {"Due to the Harbour Lights Festival, drones must not fly within 2 km of 22.3000, 114.1700 from the "
+           "surface up to 120 m AGL, from 3 May 2032 18:00 until 3 May 2032 23:00 local time (UTC+8).":
+           "the Harbour Lights Festival",
+           "Temporary flight restriction for drones\n\nDue to the Dragon Boat Races, drones may not operate within "
+           "1.5 km of 22.2500, 114.2000 below 400 ft AGL, from 10 June 2032 08:00 until 10 June 2032 17:00 local "
+           "time (UTC+8).": "the Dragon Boat Races"}
+
+
+def test_reads_a_reason_whole(model):
+    """A free-text copy is the piece that scores best over all its positions (rows.best_copy);
+    read from its first token on, each of these stopped a word short."""
+    zones = extract_many(list(REASONS), NoFlyZone, model=model)
+    assert [z.reason for z in zones] == list(REASONS.values())
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_decodes_the_same_records_on_cuda(model, no_tf32):
