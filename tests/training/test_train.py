@@ -275,6 +275,29 @@ def test_piece_rows_are_scored_on_the_reason_and_times_alone_as_the_noise_masks_
     assert stats["masked"] == int((masked & focus & asked).sum()) and torch.isfinite(ce)   # ... but only pieces scored
 
 
+def test_reason_rows_are_scored_on_the_reason_alone_masked_whole(tokenizer_path, tmp_path, monkeypatch):
+    """As the decoder reads a free-text copy: every position of the reason at once."""
+    from clover_struct.schemas import NoFlyZone
+
+    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
+    canvas = build_canvas(NoFlyZone, model.tokenizer)
+    reason = next(s for s in canvas.slots if s.path == "reason")
+    seen, hidden = {}, model.hidden
+    monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
+    data = D.Data(model.tokenizer, {"reasons": 1.0}, 6000, seed=0, loss_on="decisions")
+    _, _, (start, end), rows = data.batch(0)
+    assert start == 0 and reason.end <= end
+    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
+    masked = seen["ids"][:, -end:] == model.config.mask_token_id
+    slot, offset = D.slot_index(canvas)
+    focus = (slot == canvas.slots.index(reason))[:end]
+    asked = D.decisions(canvas, D.collate(rows, model.config.pad_token_id)[2], slot, offset)[:, :end]
+    assert masked[:, focus].all() and masked[:, ~focus].any()              # the reason whole, others as drawn
+    assert stats["masked"] == int((masked & focus & asked).sum()) and torch.isfinite(ce)   # only the reason scored
+    texts = [D.draw_example("reasons", random.Random(k))[0] for k in range(40)]
+    assert 10 <= sum("禁飞区" in t for t in texts) <= 30                      # half of them Chinese drone notices
+
+
 def test_noise_masks_only_slots_and_suffix_rows_mask_suffixes(tokenizer_path):
     from clover_struct.engine.tokenizer import Tokenizer
     from clover_struct.schemas import NoFlyZone
