@@ -480,9 +480,10 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
 
 
 def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, generator):
-    """Commit slot i's next token, then more while confident; a free-text copy's piece whole
-    (best_copy), once its quote is written, in a step that may commit more than one token
-    (threshold <= 1). lp: the row's Logprobs."""
+    """Commit slot i's next token, then more while confident. A free-text copy with nothing
+    copied yet whose next pick is no pad (a pad: the group absent, or the value null) takes its
+    piece whole (best_copy), in a step that may commit more than one token (threshold <= 1).
+    lp: the row's Logprobs."""
     s = row.canvas.slots[i]
     if s.kind == "choice":
         cands, scores = choice_scores(row, i, lp)
@@ -498,14 +499,15 @@ def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, genera
         return
     first, path = True, None
     while not row.done[i] and s.start + row.filled[i] < block_end:
-        if path is None and (first or threshold <= 1) and copies_free_text(row, i, lp):
-            path = best_copy(row, i, lp, temperature, generator)
-        if path:
-            token, masked = path.pop(0), next_logprobs(row, i, lp)
-        else:
-            token, masked = pick_viable(row, i, lp, temperature, generator)
+        token, masked = pick_viable(row, i, lp, temperature, generator)
+        if path is None and token != row.canvas.pad_id and (first or threshold <= 1) \
+                and copies_free_text(row, i, lp):    # a pad still says null, absent or ended
+            path = best_copy(row, i, lp, temperature, generator) or []
+        whole = bool(path)
+        if whole:
+            token = path.pop(0)
         prob = math.exp(float(masked[token] - masked.logsumexp(0)))  # confidence under the constraint
-        if not first and prob < threshold and path is None:
+        if not first and prob < threshold and not whole:
             break
         values, ids = masked.topk(min(TOP, masked.shape[0]))
         row.top[s.start + row.filled[i]] = (values.tolist(), ids.tolist())

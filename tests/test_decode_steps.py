@@ -121,3 +121,17 @@ def test_a_free_text_copy_is_the_piece_that_scores_best_whole(toy_tokenizer, sch
     (d,) = decode(model, [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)],
                   schedule=schedule)
     assert canvas.validate(d.ids) == Said(what="blue", why="blue")
+
+
+class Names(BaseModel):
+    names: list[Said] = Field(max_length=3)
+
+
+def test_an_item_whose_first_field_is_free_text_is_still_absent_where_the_model_pads(toy_tokenizer):
+    """Read whole, a copy still starts only where the model's pick there is no pad: a pad at an
+    item's first position leaves the item out."""
+    text, tok = "go to the blue house now", toy_tokenizer
+    canvas = build_canvas(Names, tok)
+    model = MockModel(tok, dict(enumerate(canvas.fill({"names": [{"what": "blue", "why": None}]}))), 3)
+    (d,) = decode(model, [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)])
+    assert canvas.validate(d.ids) == Names(names=[Said(what="blue")])
