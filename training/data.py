@@ -78,9 +78,9 @@ def zone_example(rng: random.Random):
 
 def reason_example(rng: random.Random):
     """A zone notice for its reason alone, masked whole (WHOLE), as the decoder reads a free-text
-    copy since stage 26 (rows.best_copy scores the piece over all its positions at once); every
-    other one a Chinese drone notice, the family whose reasons stage 26 read worst that way
-    (24 of 40 generated ones wrong, every other family 11 of 360)."""
+    copy (rows.best_copy scores the piece over all its positions at once); every other one a
+    Chinese drone notice, the family whose reasons stage 26 read worst so (24 of 40 generated
+    ones wrong, every other family 11 of 360)."""
     return sample("zone", rng, families=["drone_zh"] if rng.random() < 0.5 else None)[1:]
 
 
