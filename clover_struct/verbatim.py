@@ -10,10 +10,10 @@ run of whitespace as one space, and none where a line end cuts a coordinate (`N2
 not empty (a nullable field says it is absent with null), starts and ends at a word edge:
 not inside a run of ASCII digits or of letters (`AB12` is no piece of `AB123`; `N` and `005`
 are pieces of `4730N005`), and neither starts nor ends with a space. Where the text holds
-no piece the pattern accepts, the slot goes on under its automaton alone, so a verbatim slot is never stuck where its automaton is not;
-but a union variant with a copy it must make and the text cannot give (a circle's radius
-where none is stated) is not chosen while another variant or null can be (`has_piece`,
-rows.Row.unreachable).
+no piece the pattern accepts, the slot goes on under its automaton alone, so a verbatim
+slot is never stuck where its automaton is not; but a union variant with a copy it must
+make and the text cannot give (a circle's radius where none is stated) is not chosen while
+another variant or null can be (`has_piece`, rows.Row.unreachable).
 
 Matching is done once per text for the whole vocabulary: every token's bytes are looked
 up at every offset (numpy, one pass per token length), so a decoding step only gathers
@@ -281,12 +281,12 @@ class Verbatim:
         return self.inner.allowed_mask(state[0], remaining, allow_empty=allow_empty)
 
     def allowed(self, state, remaining: int, *, allow_empty: bool = False) -> np.ndarray:
-        """As allowed_mask, as token ids (no vocabulary-wide mask is made while copying)."""
+        """As allowed_mask, as sorted token ids (no vocabulary-wide mask is made while copying)."""
         if state[2] != FREE:
             keep = self._copying(state, remaining, allow_empty)
             if len(keep):
                 return np.unique(keep)
-        return self.inner.allowed(state[0], remaining, allow_empty=allow_empty)
+        return np.flatnonzero(self.inner.allowed_mask(state[0], remaining, allow_empty=allow_empty))
 
     def viable(self, state, token: int, remaining: int) -> bool:
         """Whether, after `token`, a whole piece the pattern accepts fits the `remaining` positions."""

@@ -233,42 +233,40 @@ def test_verdict_rows_are_conflicts_whose_geometric_answers_stay_clean_and_out_o
     assert all(canvas.parse(g.tolist())["conflict"] is True for g in gold)
 
 
-def test_flag_rows_are_scored_on_uas_only_alone_which_is_always_masked(tokenizer_path, tmp_path, monkeypatch):
+def zone_drill(kind, tokenizer_path, tmp_path, monkeypatch):
+    """The first batch of zone drill `kind` with its loss taken: (canvas, masked positions of
+    the block it noised, the positions of the fields it scores alone (data.ONLY), the
+    decisions, loss, stats). The block is the canvas's first, which every row decodes."""
     from clover_struct.schemas import NoFlyZone
 
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
     canvas = build_canvas(NoFlyZone, model.tokenizer)
-    flag = next(s for s in canvas.slots if s.path == "uas_only")
     seen, hidden = {}, model.hidden
     monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
-    data = D.Data(model.tokenizer, {"flags": 1.0}, 6000, seed=0, loss_on="decisions")
-    _, _, (start, end), _ = data.batch(0)   # the flag's block: the first, which every row decodes
-    assert start == 0 == canvas.spans().index((start, end)) and flag.end <= end
+    data = D.Data(model.tokenizer, {kind: 1.0}, 6000, seed=0, loss_on="decisions")
+    _, _, (start, end), rows = data.batch(0)
+    assert start == 0 == canvas.spans().index((start, end))
     _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
-    block = seen["ids"][:, -end:]
-    masked = block == model.config.mask_token_id
-    assert masked[:, flag.start:flag.end].all()                            # the flag: always asked
+    masked = seen["ids"][:, -end:] == model.config.mask_token_id
+    slot, offset = D.slot_index(canvas)
+    focus = torch.isin(slot, data.only[kind])[:end]
+    asked = D.decisions(canvas, D.collate(rows, model.config.pad_token_id)[2], slot, offset)[:, :end]
+    return canvas, masked, focus, asked, ce, stats
+
+
+def test_flag_rows_are_scored_on_uas_only_alone_which_is_always_masked(tokenizer_path, tmp_path, monkeypatch):
+    canvas, masked, focus, _, ce, stats = zone_drill("flags", tokenizer_path, tmp_path, monkeypatch)
+    flag = next(s for s in canvas.slots if s.path == "uas_only")
+    assert focus.nonzero().flatten().tolist() == list(range(flag.start, flag.end))
+    assert masked[:, focus].all()                                          # the flag: always asked
     assert masked.sum(1).gt(flag.budget).any()                             # other slots masked too ...
-    assert stats["masked"] == len(block) * flag.budget and torch.isfinite(ce)   # ... but only the flag scored
+    assert stats["masked"] == len(masked) * flag.budget and torch.isfinite(ce)   # ... but only the flag scored
 
 
 def test_piece_rows_are_scored_on_the_reason_and_times_alone_as_the_noise_masks_them(tokenizer_path, tmp_path,
                                                                                      monkeypatch):
-    from clover_struct.schemas import NoFlyZone
-
-    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
-    canvas = build_canvas(NoFlyZone, model.tokenizer)
-    seen, hidden = {}, model.hidden
-    monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
-    data = D.Data(model.tokenizer, {"pieces": 1.0}, 6000, seed=0, loss_on="decisions")
-    _, _, (start, end), rows = data.batch(0)
-    assert start == 0
-    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
-    masked = seen["ids"][:, -end:] == model.config.mask_token_id
-    slot, offset = D.slot_index(canvas)
+    canvas, masked, focus, asked, ce, stats = zone_drill("pieces", tokenizer_path, tmp_path, monkeypatch)
     pieces = [s for s in canvas.slots if s.path in ("reason", "valid_from_raw", "valid_to_raw")]
-    focus = torch.isin(slot, data.only["pieces"])[:end]
-    asked = D.decisions(canvas, D.collate(rows, model.config.pad_token_id)[2], slot, offset)[:, :end]
     assert len(pieces) == 3 and (masked & focus).any(1).all()             # every row is asked a piece ...
     assert any(0 < m[s.start:s.end].sum() < s.budget for m in masked for s in pieces)   # ... as the noise drew it
     assert masked[:, ~focus].any()                                         # other slots masked too ...
@@ -277,21 +275,9 @@ def test_piece_rows_are_scored_on_the_reason_and_times_alone_as_the_noise_masks_
 
 def test_reason_rows_are_scored_on_the_reason_alone_masked_whole(tokenizer_path, tmp_path, monkeypatch):
     """As the decoder reads a free-text copy: every position of the reason at once."""
-    from clover_struct.schemas import NoFlyZone
-
-    model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
-    canvas = build_canvas(NoFlyZone, model.tokenizer)
+    canvas, masked, focus, asked, ce, stats = zone_drill("reasons", tokenizer_path, tmp_path, monkeypatch)
     reason = next(s for s in canvas.slots if s.path == "reason")
-    seen, hidden = {}, model.hidden
-    monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
-    data = D.Data(model.tokenizer, {"reasons": 1.0}, 6000, seed=0, loss_on="decisions")
-    _, _, (start, end), rows = data.batch(0)
-    assert start == 0 and reason.end <= end
-    _, ce, stats = O.step_loss(model, O.Balance(model), data, 0, 0)
-    masked = seen["ids"][:, -end:] == model.config.mask_token_id
-    slot, offset = D.slot_index(canvas)
-    focus = (slot == canvas.slots.index(reason))[:end]
-    asked = D.decisions(canvas, D.collate(rows, model.config.pad_token_id)[2], slot, offset)[:, :end]
+    assert focus.nonzero().flatten().tolist() == list(range(reason.start, reason.end))
     assert masked[:, focus].all() and masked[:, ~focus].any()              # the reason whole, others as drawn
     assert stats["masked"] == int((masked & focus & asked).sum()) and torch.isfinite(ce)   # only the reason scored
     texts = [D.draw_example("reasons", random.Random(k))[0] for k in range(40)]
