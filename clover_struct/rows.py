@@ -439,10 +439,8 @@ def copies_free_text(row: Row, i, lp) -> bool:
     """Whether slot i is a free-text copy inside its quotes with nothing copied yet, each of its
     positions left in this step's log-probs."""
     s, a = row.canvas.slots[i], row.automata[i]
-    if getattr(a, "patterned", True) or not all(p in lp for p in range(s.start + row.filled[i], s.end)):
-        return False
-    _, inside, ends = row.placed_state(i)
-    return inside and isinstance(ends, int)
+    return hasattr(a, "unbegun_free_text") and all(p in lp for p in range(s.start + row.filled[i], s.end)) \
+        and a.unbegun_free_text(row.placed_state(i))
 
 
 def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:

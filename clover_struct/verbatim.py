@@ -288,6 +288,11 @@ class Verbatim:
                 return np.unique(keep)
         return np.flatnonzero(self.inner.allowed_mask(state[0], remaining, allow_empty=allow_empty))
 
+    def unbegun_free_text(self, state) -> bool:
+        """Whether `state` is a free-text value's inside its quotes with nothing copied yet:
+        where the decoder reads the whole piece at once (rows.best_copy)."""
+        return not self.patterned and state[1] and isinstance(state[2], int)
+
     def viable(self, state, token: int, remaining: int) -> bool:
         """Whether, after `token`, a whole piece the pattern accepts fits the `remaining` positions."""
         if not self.patterned or state[2] == FREE or token == self.pad_id:
