@@ -9,7 +9,7 @@ forward while the model is confident (`threshold`, as in Fast-dLLM). A pad ends
 a value; the rest of the slot is padded at once. Choice slots (enums, bools,
 union tags) are settled in their first step by scoring whole candidates, and so
 are free-text copies (a stated reason): the piece of the text whose tokens score
-best over the slot's positions (rows.best_copy).
+best over the slot's positions, written as the tokenizer writes it (rows.best_copy).
 
 Groups (list items, optional objects, union variants) are present or absent
 as a whole (layout.py has the rules). The decoder decides a group when the

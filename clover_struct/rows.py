@@ -445,10 +445,11 @@ def copies_free_text(row: Row, i, lp) -> bool:
 
 def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     """The rest of free-text copy slot i, chosen whole as a choice slot is: of the token paths
-    its automaton allows (pieces of the text), the one whose tokens, and the pads after them,
-    have the highest summed log-probs over the slot's positions left. A beam search keeping
-    the WIDTH best paths per position; None where no path ends. Free text has no pattern to
-    say where a piece ends, so the piece is read whole, not from its first token alone."""
+    its automaton allows (pieces of the text) that write their piece as the tokenizer does,
+    the one whose tokens, and the pads after them, have the highest summed log-probs over the
+    slot's positions left. A beam search keeping the WIDTH best paths per position; None where
+    no path ends. Free text has no pattern to say where a piece ends, so the piece is read
+    whole, not from its first token alone."""
     started = time.perf_counter()
     s, a, pad = row.canvas.slots[i], row.automata[i], row.canvas.pad_id
     left = range(s.start + row.filled[i], s.end)
@@ -469,12 +470,28 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
         for v, state, path, t in sorted(grown, key=lambda g: g[0], reverse=True):
             if v <= best or len(beam) == WIDTH:    # a path's score only falls as it goes on
                 break
-            beam.setdefault(a.next(state, t), (v, path + [t]))
+            if written_as_encoded(row, i, path + [t]):
+                beam.setdefault(a.next(state, t), (v, path + [t]))
     ended += [(score, path) for state, (score, path) in beam.items() if a.is_final(state)]
     row.trace.constraint_seconds += time.perf_counter() - started
     if not ended:
         return None
     return ended[pick(torch.tensor([score for score, _ in ended]), temperature, generator)][1]
+
+
+def written_as_encoded(row: Row, i, path) -> bool:
+    """Whether slot i's committed tokens and then `path` are the tokens the tokenizer writes
+    their text with (those Canvas.fill gives a value). A model learns one way of writing a
+    text; another (a character spelled in bytes where it has a token of its own) is a path
+    best_copy would score by log-probs the model never meant for it. A path that stops inside
+    a character passes: its next token decides."""
+    s, tok = row.canvas.slots[i], row.canvas.tokenizer
+    ids = row.ids[s.start:s.start + row.filled[i]] + path
+    try:
+        text = b"".join(tok.token_bytes(t) for t in ids).decode()
+    except UnicodeDecodeError:
+        return True
+    return tok.encode(text) == ids
 
 
 def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, generator):

@@ -123,6 +123,22 @@ def test_a_free_text_copy_is_the_piece_that_scores_best_whole(toy_tokenizer, sch
     assert canvas.validate(d.ids) == Said(what="blue", why="blue")
 
 
+def test_a_free_text_copy_is_written_as_the_tokenizer_writes_it(toy_byte_tokenizer):
+    """The script spells 北京 byte by byte, where the tokenizer writes it in three merged
+    tokens: read whole, the copy is a piece of the text in the tokens the tokenizer gives it
+    (those a model learns), never a spelling the model was not shown that only sums well."""
+    text, tok = "从北京出发，半径 500 米", toy_byte_tokenizer
+    canvas = build_canvas(Said, tok)
+    s = canvas.slots[0]
+    single = tok.vocabulary_map()
+    spelt = [single[bytes([b])][0] for b in "北京".encode()]
+    script = dict(enumerate(canvas.fill({"what": "北京", "why": None})))
+    script.update(zip(range(s.start, s.end), spelt + tok.encode('"') + [tok.pad_id] * s.budget))
+    (d,) = decode(MockModel(tok, script, 3), [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)])
+    got = canvas.validate(d.ids).what
+    assert got in text and d.ids[s.start:s.end] == canvas.fill({"what": got, "why": None})[s.start:s.end]
+
+
 class Names(BaseModel):
     names: list[Said] = Field(max_length=3)
 
