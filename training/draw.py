@@ -57,7 +57,9 @@ def place(rng: random.Random, title: bool = False) -> str:
     return name.title() if title else name
 
 
-_ZH_CHARS = "安宝北滨长成川东丰福广海和河华江金京康兰乐临龙明南宁平青清庆泉山上胜石顺松泰天通西祥新兴阳永云昌德"
+_ZH_CHARS = ("安宝北滨长成川东丰福广海和河华江金京康兰乐临龙明南宁平青清庆泉山上胜石顺松泰天通西祥新兴阳永云昌德"
+             "武汉沙岳衡常扬盐淮连宿芜蚌合肥厦漳莆晋温绍丽衢舟义乌慈余姚桐乡化仪如皋启靖昆仓张吴溧宜春赣萍景鹰潭抚九吉"
+             "赤峰包头伦贝尔鄂多斯桂柳梧贵遵毕昭曲玉溪保定邯郸邢沧廊承秦唐锦鞍本丹营盘葫芦岛朝")
 
 
 def zh_place(rng: random.Random) -> str:

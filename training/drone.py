@@ -18,10 +18,19 @@ from . import draw
 from . import notation as N
 from .draw import ZoneSpec, place
 
+# Reasons are drawn broadly (invented places, words combined) so that the model copies the
+# notice's reason, whatever it says, rather than recall a list.
 EVENTS = ("Half Marathon", "Air Show", "Music Festival", "Cup Final", "State Visit", "Summit", "Regatta",
-          "Fireworks Night", "Street Parade", "Film Shoot", "Motor Rally", "Trade Fair")
+          "Fireworks Night", "Street Parade", "Film Shoot", "Motor Rally", "Trade Fair", "Boat Race", "Triathlon",
+          "Food Festival", "Carnival", "Charity Run", "Horse Show", "Golf Open", "Light Show", "Book Fair", "Expo")
+EVENT_WORDS = ("International", "Youth", "Summer", "Winter", "Heritage", "Technology", "Maritime", "Spring",
+               "Classic", "Open", "Grand", "Autumn")
 GENERIC_REASONS = ("wildfire suppression", "police operations", "a search and rescue operation", "military training",
                    "emergency services activity", "prison security", "a rocket launch", "crop spraying")
+SITES = ("harbour", "bridge", "power station", "border", "stadium", "railway", "pipeline", "dam", "coastguard",
+         "airfield", "refinery", "embassy", "hospital", "wind farm", "motorway", "reservoir", "naval base", "power line")
+WORKS = ("security", "inspection", "maintenance", "survey", "patrol", "construction", "demolition", "testing",
+         "repair", "protection", "mapping", "photography")
 OFFSETS = [h for h in range(-12, 15)] + [5.5, 5.75, 9.5, 3.5, -3.5, 10.5]
 EN_NOTATIONS = ("decimal", "decimal_degree_hemi", "symbols", "dms")
 
@@ -87,7 +96,14 @@ def _en_times(rng: random.Random, spec: ZoneSpec, meant: N.Meant, prose: bool):
 
 
 def _reason(rng: random.Random) -> str:
-    return f"the {place(rng, title=True)} {rng.choice(EVENTS)}" if rng.random() < 0.6 else rng.choice(GENERIC_REASONS)
+    """'the Kelvorn Half Marathon', 'the Draimouth Heritage Book Fair', 'bridge inspection works'."""
+    roll = rng.random()
+    if roll < 0.55:
+        words = [place(rng, title=True)] + [rng.choice(EVENT_WORDS)] * (rng.random() < 0.3) + [rng.choice(EVENTS)]
+        return "the " + " ".join(words)
+    if roll < 0.85:
+        return " ".join([rng.choice(SITES), rng.choice(WORKS)] + [rng.choice(["operations", "works", "activity"])] * (rng.random() < 0.5))
+    return rng.choice(GENERIC_REASONS)
 
 
 def _area(rng: random.Random, spec: ZoneSpec, meant: N.Meant) -> tuple[str, str, dict]:
@@ -160,8 +176,22 @@ def en_notice(rng: random.Random, spec: ZoneSpec, style: str) -> tuple[str, NoFl
 
 
 # -- Chinese ----------------------------------------------------------------------------------
-ZH_EVENTS = ("马拉松比赛", "国际会议", "运动会", "航展", "演唱会", "重大活动", "灯光秀", "博览会")
-ZH_GENERIC = ("森林防火", "军事训练", "航空器试飞", "应急救援", "重要目标安保")
+ZH_EVENTS = ("马拉松比赛", "国际会议", "运动会", "航展", "演唱会", "重大活动", "灯光秀", "博览会", "龙舟赛", "音乐节",
+             "足球赛", "自行车赛", "烟花表演", "庆典活动", "开幕式", "论坛", "车展", "帆船赛", "文化节", "峰会")
+ZH_GENERIC = ("森林防火", "军事训练", "航空器试飞", "应急救援", "重要目标安保", "农林作业", "空中拍摄", "边境巡逻",
+              "气象探测", "靶场射击", "爆破作业", "人工影响天气")
+ZH_SITES = ("港口", "大桥", "电厂", "水库", "码头", "铁路", "高速公路", "油气管道", "输电线路", "监狱", "军事基地", "核电站")
+ZH_WORKS = ("安保", "施工", "巡查", "检修", "维护", "演练", "保护", "检测", "建设")
+
+
+def _zh_reason(rng: random.Random) -> str:
+    """'安平马拉松比赛安保', '龙泉大桥检修', '森林防火'."""
+    roll = rng.random()
+    if roll < 0.5:
+        return draw.zh_place(rng) + rng.choice(ZH_EVENTS) + rng.choice(["安保", "保障", "", ""])
+    if roll < 0.8:
+        return rng.choice([draw.zh_place(rng), ""]) + rng.choice(ZH_SITES) + rng.choice(ZH_WORKS)
+    return rng.choice(ZH_GENERIC)
 
 
 def _zh_point(lat: float, lon: float, notation: str, places: int, lon_first: bool) -> tuple[str, tuple, tuple]:
@@ -187,7 +217,7 @@ def _zh_when(rng: random.Random, start: Optional[datetime], end: Optional[dateti
 def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Meant]:
     meant = N.Meant(valid_from=spec.start, valid_to=spec.end)
     city = draw.zh_place(rng)
-    reason = f"{draw.zh_place(rng)}{rng.choice(ZH_EVENTS)}" + rng.choice(["安保", ""]) if rng.random() < 0.7 else rng.choice(ZH_GENERIC)
+    reason = _zh_reason(rng)
     offset = 8.0 if rng.random() < 0.85 else 0.0
     clock = "（北京时间）" if offset == 8 else "（协调世界时）"
     start = None if spec.start is None else N.local(spec.start, offset)
