@@ -451,8 +451,9 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     no path ends. Free text has no pattern to say where a piece ends, so the piece is read
     whole, not from its first token alone."""
     started = time.perf_counter()
-    s, a, pad = row.canvas.slots[i], row.automata[i], row.canvas.pad_id
+    s, a, pad, tok = row.canvas.slots[i], row.automata[i], row.canvas.pad_id, row.canvas.tokenizer
     left = range(s.start + row.filled[i], s.end)
+    committed = row.ids[s.start:left.start]
     pads = torch.stack([lp[p][pad] for p in left]).double()
     tail = pads.flip(0).cumsum(0).flip(0).tolist()   # a pad at each position from k to the end
     beam, ended = {row.state[i]: (0.0, [])}, []
@@ -470,7 +471,7 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
         for v, state, path, t in sorted(grown, key=lambda g: g[0], reverse=True):
             if v <= best or len(beam) == WIDTH:    # a path's score only falls as it goes on
                 break
-            if written_as_encoded(row, i, path + [t]):
+            if spelt_as_encoded(tok, committed + path + [t]):
                 beam.setdefault(a.next(state, t), (v, path + [t]))
     ended += [(score, path) for state, (score, path) in beam.items() if a.is_final(state)]
     row.trace.constraint_seconds += time.perf_counter() - started
@@ -479,14 +480,11 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     return ended[pick(torch.tensor([score for score, _ in ended]), temperature, generator)][1]
 
 
-def written_as_encoded(row: Row, i, path) -> bool:
-    """Whether slot i's committed tokens and then `path` are the tokens the tokenizer writes
-    their text with (those Canvas.fill gives a value). A model learns one way of writing a
-    text; another (a character spelled in bytes where it has a token of its own) is a path
-    best_copy would score by log-probs the model never meant for it. A path that stops inside
-    a character passes: its next token decides."""
-    s, tok = row.canvas.slots[i], row.canvas.tokenizer
-    ids = row.ids[s.start:s.start + row.filled[i]] + path
+def spelt_as_encoded(tok, ids: list[int]) -> bool:
+    """Whether `ids` are the tokens the tokenizer writes their text with (those Canvas.fill
+    gives a value). A model learns one way of writing a text; another (a character spelled in
+    bytes where it has a token of its own) is a path best_copy would score by log-probs the
+    model never meant for it. Tokens that stop inside a character pass: the next one decides."""
     try:
         text = b"".join(tok.token_bytes(t) for t in ids).decode()
     except UnicodeDecodeError:

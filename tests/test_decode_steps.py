@@ -130,8 +130,8 @@ def test_a_free_text_copy_is_written_as_the_tokenizer_writes_it(toy_byte_tokeniz
     text, tok = "从北京出发，半径 500 米", toy_byte_tokenizer
     canvas = build_canvas(Said, tok)
     s = canvas.slots[0]
-    single = tok.vocabulary_map()
-    spelt = [single[bytes([b])][0] for b in "北京".encode()]
+    by_bytes = tok.vocabulary_map()
+    spelt = [by_bytes[bytes([b])][0] for b in "北京".encode()]
     script = dict(enumerate(canvas.fill({"what": "北京", "why": None})))
     script.update(zip(range(s.start, s.end), spelt + tok.encode('"') + [tok.pad_id] * s.budget))
     (d,) = decode(MockModel(tok, script, 3), [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)])
