@@ -31,6 +31,10 @@ SITES = ("harbour", "bridge", "power station", "border", "stadium", "railway", "
          "airfield", "refinery", "embassy", "hospital", "wind farm", "motorway", "reservoir", "naval base", "power line")
 WORKS = ("security", "inspection", "maintenance", "survey", "patrol", "construction", "demolition", "testing",
          "repair", "protection", "mapping", "photography")
+FREE_WORDS = SITES + WORKS + ("port", "airport", "ceremony", "visit", "exercise", "filming", "launch", "recovery",
+                              "concert", "match", "protest", "drill", "trial", "calibration", "flypast", "display",
+                              "blasting", "spraying", "royal", "VIP", "national", "public", "order", "event", "site",
+                              "operations", "works", "activity", "training", "festival", "funeral", "movement")
 OFFSETS = [h for h in range(-12, 15)] + [5.5, 5.75, 9.5, 3.5, -3.5, 10.5]
 EN_NOTATIONS = ("decimal", "decimal_degree_hemi", "symbols", "dms")
 
@@ -96,14 +100,18 @@ def _en_times(rng: random.Random, spec: ZoneSpec, meant: N.Meant, prose: bool):
 
 
 def _reason(rng: random.Random) -> str:
-    """'the Kelvorn Half Marathon', 'the Draimouth Heritage Book Fair', 'bridge inspection works'."""
+    """'the Kelvorn Half Marathon', 'bridge inspection works', or any few words: 'royal
+    visit drill', 'Tarsbury port calibration'."""
     roll = rng.random()
-    if roll < 0.55:
+    if roll < 0.45:
         words = [place(rng, title=True)] + [rng.choice(EVENT_WORDS)] * (rng.random() < 0.3) + [rng.choice(EVENTS)]
         return "the " + " ".join(words)
-    if roll < 0.85:
+    if roll < 0.7:
         return " ".join([rng.choice(SITES), rng.choice(WORKS)] + [rng.choice(["operations", "works", "activity"])] * (rng.random() < 0.5))
-    return rng.choice(GENERIC_REASONS)
+    if roll < 0.8:
+        return rng.choice(GENERIC_REASONS)
+    words = [place(rng, title=True) if rng.random() < 0.2 else rng.choice(FREE_WORDS) for _ in range(rng.randint(1, 5))]
+    return " ".join(words)
 
 
 def _area(rng: random.Random, spec: ZoneSpec, meant: N.Meant) -> tuple[str, str, dict]:
@@ -182,16 +190,28 @@ ZH_GENERIC = ("森林防火", "军事训练", "航空器试飞", "应急救援",
               "气象探测", "靶场射击", "爆破作业", "人工影响天气")
 ZH_SITES = ("港口", "大桥", "电厂", "水库", "码头", "铁路", "高速公路", "油气管道", "输电线路", "监狱", "军事基地", "核电站")
 ZH_WORKS = ("安保", "施工", "巡查", "检修", "维护", "演练", "保护", "检测", "建设")
+# Common characters, most of them spelled in bytes by clover-mini's tokenizer, for reasons of
+# any wording (none of 因, 需, 要: they frame the reason in 因…需要).
+ZH_FREE = ("的一是在不了有和人这中大为上个国我以他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种"
+           "面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本"
+           "去把性好应开它合还由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反明看原又利比或但质"
+           "气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题程展五果料象员革位入常文总次品式活"
+           "设及管特件长求老头基资边流路级少图山统接知较将组见计别手角期根论运农指几九区强放决西被干做必战先回则"
+           "任取据处府研滩港湾桥站馆园场院校厂镇村峰岭湖河江海岛")
 
 
-def _zh_reason(rng: random.Random) -> str:
-    """'安平马拉松比赛安保', '龙泉大桥检修', '森林防火'."""
+def _zh_reason(rng: random.Random, city: str) -> str:
+    """'安平马拉松比赛安保', '龙泉大桥检修', '森林防火', or any few characters: '前滩国际交流'.
+    An event is often the issuing city's own."""
     roll = rng.random()
-    if roll < 0.5:
-        return draw.zh_place(rng) + rng.choice(ZH_EVENTS) + rng.choice(["安保", "保障", "", ""])
-    if roll < 0.8:
+    if roll < 0.4:
+        where = city if rng.random() < 0.3 else draw.zh_place(rng)
+        return where + rng.choice(ZH_EVENTS) + rng.choice(["安保", "保障", "", ""])
+    if roll < 0.6:
         return rng.choice([draw.zh_place(rng), ""]) + rng.choice(ZH_SITES) + rng.choice(ZH_WORKS)
-    return rng.choice(ZH_GENERIC)
+    if roll < 0.75:
+        return rng.choice(ZH_GENERIC)
+    return "".join(rng.choice(ZH_FREE) for _ in range(rng.randint(2, 8)))
 
 
 def _zh_point(lat: float, lon: float, notation: str, places: int, lon_first: bool) -> tuple[str, tuple, tuple]:
@@ -217,7 +237,7 @@ def _zh_when(rng: random.Random, start: Optional[datetime], end: Optional[dateti
 def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Meant]:
     meant = N.Meant(valid_from=spec.start, valid_to=spec.end)
     city = draw.zh_place(rng)
-    reason = _zh_reason(rng)
+    reason = _zh_reason(rng, city)
     offset = 8.0 if rng.random() < 0.85 else 0.0
     clock = "（北京时间）" if offset == 8 else "（协调世界时）"
     start = None if spec.start is None else N.local(spec.start, offset)
@@ -256,7 +276,8 @@ def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Mea
     schedule = None
     if spec.windows:
         schedule = "每日" + "、".join(f"{x[:2]}:{x[2:]}至{y[:2]}:{y[2:]}" for x, y in spec.windows)
-    title = f"{city}{rng.choice(['公安局', '人民政府', '空管部门'])}关于划设临时禁飞区域的通告"
+    office = rng.choice(["", "", "市", "区", "县", "新区"]) + rng.choice(["公安局", "人民政府", "空管部门"])
+    title = f"{city}{office}关于划设{rng.choice(['临时', '临时', ''])}禁飞区域的通告"
     ban = f"禁止{who}飞行" if rng.random() < 0.6 else f"设立{rng.choice(['临时', ''])}禁飞区，禁止{who}飞行"
     joint = "" if ban.startswith("设立") and rng.random() < 0.4 else "，"   # 真高150米以下设立禁飞区
     body = f"因{reason}需要，{when}，{rng.choice(['在', ''])}{where}内{rng.choice(['', '，'])}{height}{joint}{ban}。"
