@@ -201,7 +201,7 @@ ZH_FREE = ("的一是在不了有和人这中大为上个国我以他时来用�
 
 
 def _zh_reason(rng: random.Random, city: str) -> str:
-    """'安平马拉松比赛安保', '龙泉大桥检修', '森林防火', or any few characters: '前滩国际交流'.
+    """'安平马拉松比赛安保', '龙泉大桥检修', '森林防火', or any few characters: '港湾站点检'.
     An event is often the issuing city's own."""
     roll = rng.random()
     if roll < 0.4:
