@@ -31,10 +31,11 @@ SITES = ("harbour", "bridge", "power station", "border", "stadium", "railway", "
          "airfield", "refinery", "embassy", "hospital", "wind farm", "motorway", "reservoir", "naval base", "power line")
 WORKS = ("security", "inspection", "maintenance", "survey", "patrol", "construction", "demolition", "testing",
          "repair", "protection", "mapping", "photography")
+ENDINGS = ("operations", "works", "activity")   # 'bridge inspection works'
 FREE_WORDS = SITES + WORKS + ("port", "airport", "ceremony", "visit", "exercise", "filming", "launch", "recovery",
                               "concert", "match", "protest", "drill", "trial", "calibration", "flypast", "display",
-                              "blasting", "spraying", "royal", "VIP", "national", "public", "order", "event", "site",
-                              "operations", "works", "activity", "training", "festival", "funeral", "movement")
+                              "blasting", "spraying", "royal", "VIP", "national", "public", "order", "event", "site"
+                              ) + ENDINGS + ("training", "festival", "funeral", "movement")
 OFFSETS = [h for h in range(-12, 15)] + [5.5, 5.75, 9.5, 3.5, -3.5, 10.5]
 EN_NOTATIONS = ("decimal", "decimal_degree_hemi", "symbols", "dms")
 
@@ -107,7 +108,7 @@ def _reason(rng: random.Random) -> str:
         words = [place(rng, title=True)] + [rng.choice(EVENT_WORDS)] * (rng.random() < 0.3) + [rng.choice(EVENTS)]
         return "the " + " ".join(words)
     if roll < 0.7:
-        return " ".join([rng.choice(SITES), rng.choice(WORKS)] + [rng.choice(["operations", "works", "activity"])] * (rng.random() < 0.5))
+        return " ".join([rng.choice(SITES), rng.choice(WORKS)] + [rng.choice(ENDINGS)] * (rng.random() < 0.5))
     if roll < 0.8:
         return rng.choice(GENERIC_REASONS)
     words = [place(rng, title=True) if rng.random() < 0.2 else rng.choice(FREE_WORDS) for _ in range(rng.randint(1, 5))]
