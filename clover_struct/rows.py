@@ -19,7 +19,7 @@ from functools import lru_cache
 import torch
 
 TOP = 8  # alternatives remembered per position, for fallbacks when a value fails its checks
-WIDTH = 16   # paths best_copy keeps per position
+WIDTH, WIDE = 16, 1024   # paths best_copy's narrow and wide searches keep per position
 _TORCH_MASKS: dict[int, tuple] = {}  # id(numpy mask) -> (the mask, kept alive; its torch copy)
 
 
@@ -447,49 +447,76 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     """The rest of free-text copy slot i, chosen whole as a choice slot is: of the token paths
     its automaton allows (pieces of the text) that write their piece as the tokenizer does,
     the one whose tokens, and the pads after them, have the highest summed log-probs over the
-    slot's positions left. A beam search keeping the WIDTH best paths per position; None where
-    no path ends. Free text has no pattern to say where a piece ends, so the piece is read
-    whole, not from its first token alone."""
+    slot's positions left; None where no path ends. Free text has no pattern to say where a
+    piece ends, so the piece is read whole, not from its first token alone.
+
+    Two beam searches: a narrow one (WIDTH paths per position) finds a good path soon; a wide
+    one (WIDE) then keeps only paths that may still beat it, so a piece whose first token the
+    model doubts (a place at a reason's start) is not lost to paths that only start well."""
     started = time.perf_counter()
-    s, a, pad, tok = row.canvas.slots[i], row.automata[i], row.canvas.pad_id, row.canvas.tokenizer
-    left = range(s.start + row.filled[i], s.end)
-    committed = row.ids[s.start:left.start]
-    pads = torch.stack([lp[p][pad] for p in left]).double()
-    tail = pads.flip(0).cumsum(0).flip(0).tolist()   # a pad at each position from k to the end
-    beam, ended = {row.state[i]: (0.0, [])}, []
-    for k, p in enumerate(left):
-        grown = []
-        for state, (score, path) in beam.items():
-            toks = a.allowed(state, len(left) - k)
-            if pad in toks:
-                ended.append((score + tail[k], path + [pad]))
-            toks = toks[toks != pad]
-            top = (lp[p][torch.from_numpy(toks)].double() + score).topk(min(WIDTH, len(toks)))
-            grown += [(v, state, path, int(toks[j])) for v, j in zip(top.values.tolist(), top.indices.tolist())]
-        best = max((score for score, _ in ended), default=-math.inf)
-        beam = {}
-        for v, state, path, t in sorted(grown, key=lambda g: g[0], reverse=True):
-            if v <= best or len(beam) == WIDTH:    # a path's score only falls as it goes on
-                break
-            if spelt_as_encoded(tok, committed + path + [t]):
-                beam.setdefault(a.next(state, t), (v, path + [t]))
-    ended += [(score, path) for state, (score, path) in beam.items() if a.is_final(state)]
+    ended = _copy_search(row, i, lp, WIDTH, -math.inf)
+    ended += _copy_search(row, i, lp, WIDE, max((score for score, _ in ended), default=-math.inf))
     row.trace.constraint_seconds += time.perf_counter() - started
     if not ended:
         return None
     return ended[pick(torch.tensor([score for score, _ in ended]), temperature, generator)][1]
 
 
-def spelt_as_encoded(tok, ids: list[int]) -> bool:
-    """Whether `ids` are the tokens the tokenizer writes their text with (those Canvas.fill
-    gives a value). A model learns one way of writing a text; another (a character spelled in
-    bytes where it has a token of its own) is a path best_copy would score by log-probs the
-    model never meant for it. Tokens that stop inside a character pass: the next one decides."""
+def _copy_search(row: Row, i, lp, width: int, floor: float) -> list[tuple[float, list[int]]]:
+    """best_copy's beam search: the paths that end, with their scores, of those keeping `width`
+    paths per position (one per automaton state, so per place in the text) that could still
+    score above `floor` and every path ended before them."""
+    s, a, pad, tok = row.canvas.slots[i], row.automata[i], row.canvas.pad_id, row.canvas.tokenizer
+    left = range(s.start + row.filled[i], s.end)
+    committed = row.ids[s.start:left.start]
+    pads = torch.stack([lp[p][pad] for p in left]).double()
+    tail = pads.flip(0).cumsum(0).flip(0).tolist()   # a pad at each position from k to the end
+    most = torch.stack([lp[p].max() for p in left]).double()
+    reach = most.flip(0).cumsum(0).flip(0).tolist()[1:] + [0.0]   # the most the positions after k add
+    beam, ended = {row.state[i]: (0.0, [], b"".join(tok.token_bytes(t) for t in committed))}, []
+    for k, p in enumerate(left):
+        grown = []
+        for state, (score, path, data) in beam.items():
+            toks = a.allowed(state, len(left) - k)
+            if pad in toks:
+                ended.append((score + tail[k], path + [pad]))
+            toks = toks[toks != pad]
+            top = (lp[p][torch.from_numpy(toks)].double() + score).topk(min(width, len(toks)))
+            grown += [(v, state, path, data, int(toks[j])) for v, j in zip(top.values.tolist(), top.indices.tolist())]
+        best = max([floor] + [score for score, _ in ended]) - reach[k]
+        beam = {}
+        for v, state, path, data, t in sorted(grown, key=lambda g: g[0], reverse=True):
+            if v <= best or len(beam) == width:
+                break
+            after, ids, spelt = a.next(state, t), committed + path + [t], data + tok.token_bytes(t)
+            if spelt_as_encoded(tok, ids, spelt, lambda size: a.following(after, size)):
+                beam.setdefault(after, (v, path + [t], spelt))
+    return ended + [(score, path) for state, (score, path, _) in beam.items() if a.is_final(state)]
+
+
+def spelt_as_encoded(tok, ids: list[int], data: bytes, following) -> bool:
+    """Whether `ids`, whose bytes are `data`, are the tokens the tokenizer writes their text with
+    (those Canvas.fill gives a value). A model learns one way of writing a text; another (a
+    character spelled in bytes where it has a token of its own) is a path best_copy would
+    score by log-probs the model never meant for it. Tokens that stop inside a character are
+    judged with it finished: `following(size)` gives the `size` bytes that may come next (the
+    copied text's there), and one of them must finish it as written so far."""
     try:
-        text = b"".join(tok.token_bytes(t) for t in ids).decode()
-    except UnicodeDecodeError:
-        return True
-    return tok.encode(text) == ids
+        return tok.encode(data.decode()) == ids
+    except UnicodeDecodeError as e:
+        if e.reason != "unexpected end of data":   # no character starts there
+            return False
+        size = _UTF8_LENGTH[data[e.start] >> 4] - (len(data) - e.start)
+    for rest in following(size):
+        try:
+            if tok.encode((data + rest).decode())[:len(ids)] == ids:
+                return True
+        except UnicodeDecodeError:
+            continue
+    return False
+
+
+_UTF8_LENGTH = [1] * 12 + [2, 2, 3, 4]   # a character's bytes, by its first byte's high four bits
 
 
 def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, generator):

@@ -293,6 +293,11 @@ class Verbatim:
         where the decoder reads the whole piece at once (rows.best_copy)."""
         return not self.patterned and state[1] and isinstance(state[2], int)
 
+    def following(self, state, size: int) -> set[bytes]:
+        """The `size` bytes of the text after each offset where the copy in `state` may end."""
+        ends = state[2]
+        return {self.source.data[e:e + size] for e in ends} if isinstance(ends, tuple) else set()
+
     def viable(self, state, token: int, remaining: int) -> bool:
         """Whether, after `token`, a whole piece the pattern accepts fits the `remaining` positions."""
         if not self.patterned or state[2] == FREE or token == self.pad_id:

@@ -139,6 +139,48 @@ def test_a_free_text_copy_is_written_as_the_tokenizer_writes_it(toy_byte_tokeniz
     assert got in text and d.ids[s.start:s.end] == canvas.fill({"what": got, "why": None})[s.start:s.end]
 
 
+def test_a_free_text_copy_is_found_where_its_first_token_is_doubted(toy_tokenizer, monkeypatch):
+    """The narrow search keeps one path here, `now`, the only one that starts well; the wide one
+    after it still finds `blue`, which scores best whole. Without it, `now` is read."""
+    import clover_struct.rows as rows
+
+    text, tok = "go to the blue house now", toy_tokenizer
+    canvas = build_canvas(Said, tok)
+    script = dict(enumerate(canvas.fill({"what": "blue", "why": None})))
+    first = canvas.slots[0].start
+    script[first] = tok.encode("n")[0]
+    model = MockModel(tok, script, 3, confidence={first: 0.5})
+    read = {}
+    for wide in (1, rows.WIDE):
+        monkeypatch.setattr(rows, "WIDTH", 1)
+        monkeypatch.setattr(rows, "WIDE", wide)
+        (d,) = decode(model, [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)])
+        read[wide] = canvas.validate(d.ids).what
+    assert read == {1: "now", rows.WIDE: "blue"}
+
+
+def test_a_copy_stopped_inside_a_character_is_judged_with_it_finished(toy_byte_tokenizer):
+    """The tokenizer writes 北京 as [北's first two bytes, 北's last and 京's first two, 京's
+    last], 猫 byte by byte and 米 as one token: a path that stops inside a character is kept
+    only where the bytes the text has next finish it as the tokenizer would write it."""
+    from clover_struct.rows import spelt_as_encoded
+
+    tok = toy_byte_tokenizer
+    by_bytes = {b: ids[0] for b, ids in tok.vocabulary_map().items()}
+
+    def spelt(pieces: list[bytes], *following: bytes) -> bool:
+        return spelt_as_encoded(tok, [by_bytes[p] for p in pieces], b"".join(pieces), lambda size: set(following))
+
+    bei, jing = "北".encode(), "京".encode()
+    assert spelt([bei[:2], bei[2:] + jing[:2]], jing[2:])       # 北京 as written, but 京's last byte
+    assert not spelt([bei[:2], bei[2:], jing[:2]], jing[2:])    # 北 written alone, then 京 begun
+    assert spelt([bei[:2], bei[2:] + jing[:2], jing[2:]])
+    assert spelt([b"\xe7"], "米".encode()[1:], "猫".encode()[1:])   # 猫 begun (the text has 米 and 猫 there)
+    assert not spelt([b"\xe7"], "米".encode()[1:])                 # 米 begun: it has a token of its own
+    assert not spelt([b"\x8c"])                                    # no character starts with this byte
+    assert not spelt([b"\xe7"])                                    # nothing said to follow
+
+
 class Names(BaseModel):
     names: list[Said] = Field(max_length=3)
 
