@@ -150,13 +150,15 @@ def test_a_free_text_copy_is_found_where_its_first_token_is_doubted(toy_tokenize
     first = canvas.slots[0].start
     script[first] = tok.encode("n")[0]
     model = MockModel(tok, script, 3, confidence={first: 0.5})
-    read = {}
-    for wide in (1, rows.WIDE):
-        monkeypatch.setattr(rows, "WIDTH", 1)
+
+    def read(wide: int) -> str:
         monkeypatch.setattr(rows, "WIDE", wide)
         (d,) = decode(model, [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)])
-        read[wide] = canvas.validate(d.ids).what
-    assert read == {1: "now", rows.WIDE: "blue"}
+        return canvas.validate(d.ids).what
+
+    wide = rows.WIDE
+    monkeypatch.setattr(rows, "WIDTH", 1)
+    assert (read(1), read(wide)) == ("now", "blue")
 
 
 def test_a_copy_stopped_inside_a_character_is_judged_with_it_finished(toy_byte_tokenizer):
