@@ -463,9 +463,9 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
 
 
 def _copy_search(row: Row, i, lp, width: int, floor: float) -> list[tuple[float, list[int]]]:
-    """best_copy's beam search: the paths that end, with their scores, of those keeping `width`
-    paths per position (one per automaton state, so per place in the text) that could still
-    score above `floor` and every path ended before them."""
+    """best_copy's beam search, keeping `width` paths per position (one per automaton state, so
+    per place in the text) and only those that could still score above `floor` and above every
+    path ended so far: the paths that end, with their scores."""
     s, a, pad, tok = row.canvas.slots[i], row.automata[i], row.canvas.pad_id, row.canvas.tokenizer
     left = range(s.start + row.filled[i], s.end)
     committed = row.ids[s.start:left.start]
