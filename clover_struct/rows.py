@@ -20,6 +20,7 @@ import torch
 
 TOP = 8  # alternatives remembered per position, for fallbacks when a value fails its checks
 WIDTH, WIDE = 16, 1024   # paths best_copy's narrow and wide searches keep per position
+WIDE_TRIES = 4096        # paths the wide search tries at most (of 189 generated zone notices, 3,263 at most)
 _TORCH_MASKS: dict[int, tuple] = {}  # id(numpy mask) -> (the mask, kept alive; its torch copy)
 
 
@@ -455,17 +456,18 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     model doubts (a place at a reason's start) is not lost to paths that only start well."""
     started = time.perf_counter()
     ended = _copy_search(row, i, lp, WIDTH, -math.inf)
-    ended += _copy_search(row, i, lp, WIDE, max((score for score, _ in ended), default=-math.inf))
+    ended += _copy_search(row, i, lp, WIDE, max((score for score, _ in ended), default=-math.inf), WIDE_TRIES)
     row.trace.constraint_seconds += time.perf_counter() - started
     if not ended:
         return None
     return ended[pick(torch.tensor([score for score, _ in ended]), temperature, generator)][1]
 
 
-def _copy_search(row: Row, i, lp, width: int, floor: float) -> list[tuple[float, list[int]]]:
+def _copy_search(row: Row, i, lp, width: int, floor: float, tries: float = math.inf) -> list[tuple[float, list]]:
     """best_copy's beam search, keeping `width` paths per position (one per automaton state, so
     per place in the text) and only those that could still score above `floor` and above every
-    path ended so far: the paths that end, with their scores."""
+    path ended so far: the paths that end, with their scores; those ended before it gives up,
+    having tried `tries` paths."""
     s, a, pad, tok = row.canvas.slots[i], row.automata[i], row.canvas.pad_id, row.canvas.tokenizer
     left = range(s.start + row.filled[i], s.end)
     committed = row.ids[s.start:left.start]
@@ -488,9 +490,12 @@ def _copy_search(row: Row, i, lp, width: int, floor: float) -> list[tuple[float,
         for v, state, path, data, t in sorted(grown, key=lambda g: g[0], reverse=True):
             if v <= best or len(beam) == width:
                 break
+            tries -= 1
             after, ids, spelt = a.next(state, t), committed + path + [t], data + tok.token_bytes(t)
             if spelt_as_encoded(tok, ids, spelt, lambda size: a.following(after, size)):
                 beam.setdefault(after, (v, path + [t], spelt))
+        if tries <= 0:
+            return ended
     return ended + [(score, path) for state, (score, path, _) in beam.items() if a.is_final(state)]
 
 

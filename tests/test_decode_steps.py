@@ -141,7 +141,8 @@ def test_a_free_text_copy_is_written_as_the_tokenizer_writes_it(toy_byte_tokeniz
 
 def test_a_free_text_copy_is_found_where_its_first_token_is_doubted(toy_tokenizer, monkeypatch):
     """The narrow search keeps one path here, `now`, the only one that starts well; the wide one
-    after it still finds `blue`, which scores best whole. Without it, `now` is read."""
+    after it still finds `blue`, which scores best whole. Without it, or where it gives up (after
+    WIDE_TRIES paths), `now` is read."""
     import clover_struct.rows as rows
 
     text, tok = "go to the blue house now", toy_tokenizer
@@ -159,6 +160,8 @@ def test_a_free_text_copy_is_found_where_its_first_token_is_doubted(toy_tokenize
     wide = rows.WIDE
     monkeypatch.setattr(rows, "WIDTH", 1)
     assert (read(1), read(wide)) == ("now", "blue")
+    monkeypatch.setattr(rows, "WIDE_TRIES", 2)
+    assert read(wide) == "now"
 
 
 def test_a_copy_stopped_inside_a_character_is_judged_with_it_finished(toy_byte_tokenizer):
