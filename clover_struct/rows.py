@@ -457,6 +457,7 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     started = time.perf_counter()
     ended = _copy_search(row, i, lp, WIDTH, -math.inf)
     ended += _copy_search(row, i, lp, WIDE, max((score for score, _ in ended), default=-math.inf), WIDE_TRIES)
+    ended = list({tuple(path): (score, path) for score, path in ended}.values())   # once each, to sample from
     row.trace.constraint_seconds += time.perf_counter() - started
     if not ended:
         return None

@@ -1,8 +1,10 @@
 """The decoder against a scripted model: exact forward passes, commits per step, cache policy."""
 
+import math
 from typing import Literal, Optional
 
 import pytest
+import torch
 from pydantic import BaseModel, Field
 
 from clover_struct.constraints import compile_canvas
@@ -162,6 +164,32 @@ def test_a_free_text_copy_is_found_where_its_first_token_is_doubted(toy_tokenize
     assert (read(1), read(wide)) == ("now", "blue")
     monkeypatch.setattr(rows, "WIDE_TRIES", 2)
     assert read(wide) == "now"
+
+
+def test_a_sampled_copy_counts_each_path_once(toy_tokenizer, monkeypatch):
+    """Sampling a piece (temperature > 0), a path both searches found is one candidate, not two
+    (here each search is made to find every path it can, so they share many)."""
+    import clover_struct.rows as rows
+
+    text, tok = "go to the blue house now", toy_tokenizer
+    canvas = build_canvas(Said, tok)
+    model = MockModel(tok, dict(enumerate(canvas.fill({"what": "blue", "why": "house"}))), 3, p=0.6)
+    found, candidates = [], []
+    search, pick = rows._copy_search, rows.pick
+
+    def searched(row, i, lp, width, *_):
+        ended = search(row, i, lp, width, -math.inf)
+        found.append([tuple(path) for _, path in ended])
+        return ended
+
+    monkeypatch.setattr(rows, "_copy_search", searched)
+    monkeypatch.setattr(rows, "pick", lambda scores, *a: candidates.append(len(scores)) or pick(scores, *a))
+    decode(model, [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)], temperature=1.0,
+           generator=torch.Generator().manual_seed(0))
+    pairs = list(zip(found[::2], found[1::2]))
+    distinct = [len(set(narrow + wide)) for narrow, wide in pairs]
+    assert pairs and all(n in candidates for n in distinct)
+    assert sum(len(narrow) + len(wide) for narrow, wide in pairs) > sum(distinct)
 
 
 def test_a_copy_stopped_inside_a_character_is_judged_with_it_finished(toy_byte_tokenizer):
