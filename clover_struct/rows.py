@@ -455,8 +455,13 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     one (WIDE) then keeps only paths that may still beat it, so a piece whose first token the
     model doubts (a place at a reason's start) is not lost to paths that only start well."""
     started = time.perf_counter()
-    ended = _copy_search(row, i, lp, WIDTH, -math.inf)
-    ended += _copy_search(row, i, lp, WIDE, max((score for score, _ in ended), default=-math.inf), WIDE_TRIES)
+    s, pad = row.canvas.slots[i], row.canvas.pad_id
+    left = range(s.start + row.filled[i], s.end)
+    tail = _suffix_sums([lp[p][pad] for p in left])                 # pads at each position from k on
+    reach = _suffix_sums([lp[p].max() for p in left])[1:] + [0.0]   # the most the positions after k add
+    ended = _copy_search(row, i, lp, tail, reach, WIDTH, -math.inf)
+    floor = max((score for score, _ in ended), default=-math.inf)
+    ended += _copy_search(row, i, lp, tail, reach, WIDE, floor, WIDE_TRIES)
     ended = list({tuple(path): (score, path) for score, path in ended}.values())   # once each, to sample from
     row.trace.constraint_seconds += time.perf_counter() - started
     if not ended:
@@ -464,18 +469,20 @@ def best_copy(row: Row, i, lp, temperature, generator) -> list[int] | None:
     return ended[pick(torch.tensor([score for score, _ in ended]), temperature, generator)][1]
 
 
-def _copy_search(row: Row, i, lp, width: int, floor: float, tries: float = math.inf) -> list[tuple[float, list]]:
+def _suffix_sums(values: list[torch.Tensor]) -> list[float]:
+    return torch.stack(values).double().flip(0).cumsum(0).flip(0).tolist()
+
+
+def _copy_search(row: Row, i, lp, tail: list[float], reach: list[float], width: int, floor: float,
+                 tries: float = math.inf) -> list[tuple[float, list]]:
     """best_copy's beam search, keeping `width` paths per position (one per automaton state, so
     per place in the text) and only those that could still score above `floor` and above every
     path ended so far: the paths that end, with their scores; those ended before it gives up,
-    having tried `tries` paths."""
+    having tried `tries` paths. tail[k]: pads from position k on; reach[k]: the most the
+    positions after k can add."""
     s, a, pad, tok = row.canvas.slots[i], row.automata[i], row.canvas.pad_id, row.canvas.tokenizer
     left = range(s.start + row.filled[i], s.end)
     committed = row.ids[s.start:left.start]
-    pads = torch.stack([lp[p][pad] for p in left]).double()
-    tail = pads.flip(0).cumsum(0).flip(0).tolist()   # a pad at each position from k to the end
-    most = torch.stack([lp[p].max() for p in left]).double()
-    reach = most.flip(0).cumsum(0).flip(0).tolist()[1:] + [0.0]   # the most the positions after k add
     beam, ended = {row.state[i]: (0.0, [], b"".join(tok.token_bytes(t) for t in committed))}, []
     for k, p in enumerate(left):
         grown = []

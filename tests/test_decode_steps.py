@@ -177,8 +177,8 @@ def test_a_sampled_copy_counts_each_path_once(toy_tokenizer, monkeypatch):
     found, candidates = [], []
     search, pick = rows._copy_search, rows.pick
 
-    def searched(row, i, lp, width, *_):
-        ended = search(row, i, lp, width, -math.inf)
+    def searched(row, i, lp, tail, reach, width, *_):
+        ended = search(row, i, lp, tail, reach, width, -math.inf)
         found.append([tuple(path) for _, path in ended])
         return ended
 
