@@ -9,8 +9,8 @@ could not place (then/else, allOf) is searched again among the values matching i
 across fields (a model validator, a JSON Schema's rule on an object or a list) is met by the
 single change the model finds least unlikely (for a JSON Schema, leaving out an optional part
 is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; a
-list's repeated optional items are dropped for uniqueItems. Knows nothing of models or torch:
-a Decoded in, a value out.
+list's repeated optional items are dropped for uniqueItems, and its last items that match
+`contains` for maxContains. Knows nothing of models or torch: a Decoded in, a value out.
 """
 
 from __future__ import annotations
@@ -96,8 +96,10 @@ def finish(d: Decoded) -> Any:
             return canvas.validate(d.ids)
         except ExtractionError as e:
             i = _slot_of(canvas, e.path)
-            if getattr(e, "keyword", None) == "uniqueItems" and (ids := _without_repeats(d, e.path)):
-                d.ids = ids   # a repeated optional item adds nothing: drop it, then check again
+            keyword = getattr(e, "keyword", None)
+            if keyword == "uniqueItems" and (ids := _without_repeats(d, e.path)) \
+                    or keyword == "maxContains" and (ids := _fewer_matching(d, e.path, e.rule)):
+                d.ids = ids   # a list's repeated or extra matching optional items: dropped, then check again
                 continue
             entry = canvas.slots[i].group if i is not None and canvas.slots[i].path.endswith(":key") else None
             if entry is not None and not canvas.groups[entry].required:
@@ -211,6 +213,25 @@ def _without_repeats(d: Decoded, path: str) -> list[int] | None:
             break
         seen.add(tuple(key))
     return ids if ids is not d.ids else None
+
+
+def _fewer_matching(d: Decoded, path: str, rule) -> list[int] | None:
+    """The ids with the last optional items of the list at `path` that match its `contains`
+    dropped, as many as maxContains is exceeded by (rule: maxContains and the indices of the
+    items that match); None where too few of those are optional."""
+    most, matching = rule
+    canvas = d.canvas
+    items = [g for g in canvas.groups if g.kind == "item" and re.sub(r"\[\d+\]$", "", g.path) == path
+             and (g.required or canvas.is_present(d.ids, g.index))]   # the list's items, as parsed
+    if matching[-1] >= len(items):
+        return None   # a list inside one slot (a whole JSON value): no items to drop
+    extra = [items[k] for k in reversed(matching) if not items[k].required][:len(matching) - most]
+    if len(extra) < len(matching) - most:
+        return None
+    ids = d.ids
+    for g in extra:
+        ids = _emptied(canvas, ids, g.index)
+    return ids
 
 
 def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: int = 1024) -> Any:

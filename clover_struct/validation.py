@@ -17,8 +17,9 @@ from .errors import ExtractionError, SchemaError
 
 class SchemaRejects(ExtractionError):
     """The final check's refusal; `keyword` is the JSON Schema keyword that failed and `rule`
-    its value (repair.py answers some by keyword: a list's repeated items for uniqueItems, a
-    value searched again under a pattern the layout could not place for pattern)."""
+    its value, for maxContains with the indices of the items that match (repair.py answers some
+    by keyword: a list's repeated items for uniqueItems, its extra matching ones for maxContains,
+    a value searched again under a pattern the layout could not place for pattern)."""
 
     def __init__(self, path: str, reason: str, keyword: str = "", rule: Any = None):
         super().__init__(path, reason)
@@ -47,7 +48,12 @@ def checker(schema) -> Callable[[Any], None]:
 
     def check(data) -> None:
         error = best_match(validator.iter_errors(data))
-        if error is not None:
-            raise SchemaRejects(path_of(error.absolute_path), f"the schema rejects the value: {error.message}",
-                                error.validator, error.validator_value)
+        if error is None:
+            return
+        rule = error.validator_value
+        if error.validator == "maxContains":   # and which items match `contains`, for the repair to drop some
+            matches = validator.evolve(schema=error.schema["contains"]).is_valid
+            rule = (rule, [k for k, item in enumerate(error.instance) if matches(item)])
+        raise SchemaRejects(path_of(error.absolute_path), f"the schema rejects the value: {error.message}",
+                            error.validator, rule)
     return check

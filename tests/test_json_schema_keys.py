@@ -152,3 +152,18 @@ def test_a_member_from_another_document_keeps_its_references_and_ours_keep_ours(
     meta = next(m for m in payload["anyOf"] if m.get("type") == "object")   # its type is object or boolean
     assert doc.resolve(meta["properties"]["not"], "payload.not").refs == ["http://json-schema.org/draft-07/schema"]
     build_canvas(schema, toy_tokenizer)
+
+
+SCORES = {"type": "object", "required": ["scores"], "properties": {"scores": {
+    "type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10},
+    "contains": {"minimum": 9}, "maxContains": 2}}}
+
+
+def test_the_repair_drops_the_last_optional_items_past_max_contains(toy_tokenizer):
+    """maxContains counts across a list, so no single change meets it: the last optional items
+    that match `contains` are dropped, as many as it is exceeded by."""
+    assert finish(decoded(toy_tokenizer, SCORES, {"scores": [9, 1, 10, 10, 2, 9]})) == {"scores": [9, 1, 10, 2]}
+    assert finish(decoded(toy_tokenizer, SCORES, {"scores": [9, 10]})) == {"scores": [9, 10]}
+    required = {**SCORES, "properties": {"scores": {**SCORES["properties"]["scores"], "minItems": 5}}}
+    with pytest.raises(ExtractionError, match="at most 2"):   # four items match, only one of them optional
+        finish(decoded(toy_tokenizer, required, {"scores": [9, 10, 10, 1, 2, 9]}))
