@@ -224,7 +224,7 @@ class Builder:
             fixed = bool(fields) or skip is not None
             for p, sub in patterns.items():
                 entries += self.entries(path, sub, content_key(p, path), fixed or bool(entries), base, left,
-                                        need - len(entries))
+                                        need - len(entries), first=len(entries))
             if isinstance(extra, dict) or (extra is True and not props and not patterns and skip is None):
                 names = s.get("propertyNames") if isinstance(s.get("propertyNames"), dict) else {}
                 names = self.doc.resolve(names, path, base).schema
@@ -234,7 +234,7 @@ class Builder:
                 elif "pattern" in names:
                     key, width = content_key(names["pattern"], path), plain_width(names["pattern"])
                 entries += self.entries(path, extra if isinstance(extra, dict) else {}, key, fixed or bool(entries),
-                                        base, left, need - len(entries), width)
+                                        base, left, need - len(entries), width, first=len(entries))
         self.text(tail)
         return ObjectNode(tuple(fields), MapNode(tuple(entries)) if entries else None)
 
@@ -254,14 +254,15 @@ class Builder:
             return node
         return KeyNode(g, self.close(g, node)) if self.groups[g]["slots"] else None
 
-    def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0, key_width=None) -> list:
-        """Up to Options.items map entries `"key": value`, each a group (an optional item)."""
+    def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0, key_width=None, first=0) -> list:
+        """Up to Options.items map entries `"key": value`, each a group (an optional item), numbered
+        from `first` (a map's entries of each key pattern after those of the patterns before)."""
         self.open_parts = True
         cap = self.cap(room, least)
         out, prev = [], None
         self.lists += 1
         for k in range(cap):
-            epath = f"{path}{{{k}}}"
+            epath = f"{path}{{{first + k}}}"
             g = self.open("item", epath, required=k < least, prev=prev)
             self.text((", " if after_fixed or k else "") + '"')
             key = self.slot(f"{epath}:key", "string", self.budget_of(f"{epath}:key", KEY_TOKENS), pattern=key_pattern,

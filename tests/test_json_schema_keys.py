@@ -167,3 +167,26 @@ def test_the_repair_drops_the_last_optional_items_past_max_contains(toy_tokenize
     required = {**SCORES, "properties": {"scores": {**SCORES["properties"]["scores"], "minItems": 5}}}
     with pytest.raises(ExtractionError, match="at most 2"):   # four items match, only one of them optional
         finish(decoded(toy_tokenizer, required, {"scores": [9, 10, 10, 1, 2, 9]}))
+
+
+def test_a_key_repeated_in_a_later_key_patterns_entries_is_dropped_there(toy_tokenizer):
+    """A map's entries are numbered across its key patterns, so an error names one entry: a
+    key written twice among the second pattern's entries drops the second of them (the first
+    pattern's entries had the same paths, and the repair emptied one of those instead)."""
+    schema = {"type": "object", "patternProperties": {"^[0-9]+$": {"type": "boolean"},
+                                                      "^x": {"type": "string", "maxLength": 4}},
+              "additionalProperties": False}
+    c = build_canvas(schema, toy_tokenizer)
+    assert len({s.path for s in c.slots}) == len(c.slots)
+    entries, ids = c.tree.extra.entries, c.fill({})
+    half = len(entries) // 2   # the "^x" entries after as many of "^[0-9]+$"
+    for (_, key, value), written in zip([entries[0], entries[half], entries[half + 1]],
+                                        [("1", True), ("xa", "b"), ("xa", "d")]):   # "xa" twice
+        for i, v in zip((key, value), written):
+            s = c.slots[i]
+            toks = toy_tokenizer.encode(s.render(v))
+            ids[s.start:s.end] = toks + [c.pad_id] * (s.budget - len(toks))
+    prompt = [5, 6, 7]
+    (d,) = decode(MockModel(toy_tokenizer, dict(enumerate(ids)), len(prompt)), [prompt], [c],
+                  [compile_canvas(c, toy_tokenizer)])
+    assert finish(d) == {"1": True, "xa": "b"}
