@@ -35,16 +35,21 @@ def path_of(parts) -> str:
 
 
 def checker(schema) -> Callable[[Any], None]:
-    """A function that raises ExtractionError for data `schema` rejects (the most relevant error)."""
+    """A function that raises ExtractionError for data `schema` rejects (the most relevant error).
+    A format the schema's draft does not define is checked as 2020-12 defines it: a draft-04
+    schema's `iri` or `uuid` means one, and an unchecked format would let any text through."""
     import jsonschema
     from jsonschema.exceptions import best_match
 
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    latest = jsonschema.Draft202012Validator
+    cls = jsonschema.validators.validator_for(schema, default=latest)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as e:
         raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
-    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    formats = jsonschema.FormatChecker(formats=())
+    formats.checkers = {**latest.FORMAT_CHECKER.checkers, **cls.FORMAT_CHECKER.checkers}
+    validator = cls(schema, format_checker=formats)
 
     def check(data) -> None:
         error = best_match(validator.iter_errors(data))
