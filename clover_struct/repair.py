@@ -8,9 +8,11 @@ Schema's whole value by the emptiest value of a type; a value breaking a pattern
 could not place (then/else, allOf) is searched again among the values matching it. A check
 across fields (a model validator, a JSON Schema's rule on an object or a list) is met by the
 single change the model finds least unlikely (for a JSON Schema, leaving out an optional part
-is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; a
-list's repeated optional items are dropped for uniqueItems, and its last items that match
-`contains` for maxContains. Knows nothing of models or torch: a Decoded in, a value out.
+is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; where
+no single change will do, a JSON Schema's failing optional part is left out and the record
+checked again. A list's repeated optional items are dropped for uniqueItems, and its last
+items that match `contains` for maxContains. Knows nothing of models or torch: a Decoded in, a
+value out.
 """
 
 from __future__ import annotations
@@ -105,20 +107,32 @@ def finish(d: Decoded) -> Any:
             if entry is not None and not canvas.groups[entry].required:
                 d.ids = _emptied(canvas, d.ids, entry)   # an optional map entry whose key fails (repeats): dropped
                 continue
-            if i is None:   # a check across fields (a model validator, a JSON Schema's object or list)
-                return _repair_record(d, e)
             error = e
-            if i not in tried and canvas.slots[i].kind != "choice":
+            if i is not None and i not in tried and canvas.slots[i].kind != "choice":
                 tried.add(i)
-                narrow = _narrowed(d, i, e.rule) if getattr(e, "keyword", None) == "pattern" else None
+                narrow = _narrowed(d, i, e.rule) if keyword == "pattern" else None
                 if (trial := _mended(narrow or d, i)) is not None:
                     d.ids = trial
                     continue
                 error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes")
-            if canvas.model is None:   # a JSON Schema: any single change, leaving out an optional key included
+            if i is not None and canvas.model is not None:
+                raise error
+            try:   # a check across fields, or a JSON Schema's value: any single change (an optional part left out)
                 return _repair_record(d, error)
-            raise error
+            except ExtractionError:
+                part = _failing_part(canvas, d.ids, e.path) if canvas.model is None else None
+                if part is None:
+                    raise
+                d.ids = _emptied(canvas, d.ids, part)   # more than one part fails: this one left out, then check again
     raise ExtractionError("", "could not produce a valid record")
+
+
+def _failing_part(canvas, ids, path: str) -> int | None:
+    """The innermost optional part present (a key, a list item, a map entry) that holds the value
+    at `path`, or None."""
+    parts = [g for g in canvas.groups if g.kind != "variant" and not g.required and canvas.is_present(ids, g.index)
+             and (path == g.path or path.startswith((g.path + ".", g.path + "[", g.path + "{")))]
+    return max(parts, key=lambda g: len(g.path)).index if parts else None
 
 
 def _greedy(d: Decoded, i) -> list[int] | None:

@@ -190,3 +190,18 @@ def test_a_key_repeated_in_a_later_key_patterns_entries_is_dropped_there(toy_tok
     (d,) = decode(MockModel(toy_tokenizer, dict(enumerate(ids)), len(prompt)), [prompt], [c],
                   [compile_canvas(c, toy_tokenizer)])
     assert finish(d) == {"1": True, "xa": "b"}
+
+
+def test_where_no_single_change_will_do_each_failing_optional_part_is_left_out(toy_tokenizer):
+    """A rule the layout cannot place (if/then) fails on two lists: leaving out either alone still
+    fails, so each is left out in turn and the record checked again; a failing part no optional
+    one holds is the error."""
+    names = {"type": "array", "items": {"type": "string", "maxLength": 4}, "maxItems": 2}
+    schema = {"type": "object", "properties": {"cmd": {"type": "string", "maxLength": 4}, "images": names,
+                                               "tags": names},
+              "required": ["cmd"], "if": {"required": ["cmd"]},
+              "then": {"properties": {"images": {"type": "null"}, "tags": {"type": "null"}}}}
+    values = {"cmd": "ls", "images": ["ab"], "tags": ["cd", "ef"]}
+    assert finish(decoded(toy_tokenizer, schema, values)) == {"cmd": "ls"}
+    with pytest.raises(ExtractionError, match="images"):
+        finish(decoded(toy_tokenizer, {**schema, "required": ["cmd", "images"]}, values))
