@@ -129,10 +129,23 @@ def finish(d: Decoded) -> Any:
 
 def _failing_part(canvas, ids, path: str) -> int | None:
     """The innermost optional part present (a key, a list item, a map entry) that holds the value
-    at `path`, or None."""
-    parts = [g for g in canvas.groups if g.kind != "variant" and not g.required and canvas.is_present(ids, g.index)
-             and (path == g.path or path.startswith((g.path + ".", g.path + "[", g.path + "{")))]
-    return max(parts, key=lambda g: len(g.path)).index if parts else None
+    at `path` (as the final check names it: a map entry by its key), or None."""
+    parts = [(where, g) for g in canvas.groups if g.kind != "variant" and not g.required
+             and canvas.is_present(ids, g.index) for where in [_data_path(canvas, ids, g.path)]
+             if path == where or path.startswith((where + ".", where + "["))]
+    return max(parts, key=lambda part: len(part[0]))[1].index if parts else None
+
+
+def _data_path(canvas, ids, path: str) -> str:
+    """A canvas path with each map entry (`{k}`) named by the key written in it, as the final
+    check names it: `jobs{0}.steps` -> `jobs.build.steps`."""
+    keys = {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
+    out, done = "", 0
+    for entry in re.finditer(r"\{\d+\}", path):
+        if (key := keys.get(path[:entry.end()] + ":key")) is not None:   # (not a property named `{0}`)
+            out += path[done:entry.start()] + ("." if entry.start() else "") + canvas.slot_text(ids, key)
+            done = entry.end()
+    return out + path[done:]
 
 
 def _greedy(d: Decoded, i) -> list[int] | None:

@@ -205,3 +205,13 @@ def test_where_no_single_change_will_do_each_failing_optional_part_is_left_out(t
     assert finish(decoded(toy_tokenizer, schema, values)) == {"cmd": "ls"}
     with pytest.raises(ExtractionError, match="images"):
         finish(decoded(toy_tokenizer, {**schema, "required": ["cmd", "images"]}, values))
+
+
+def test_map_entries_the_final_check_names_by_their_keys_are_left_out(toy_tokenizer):
+    """The final check names a map entry by its key (`owners.bob`), the canvas by its place
+    (`owners{1}`): of two failing entries one is left out, then the other mended by a single
+    change (another value the model ranked, or left out too)."""
+    schema = {"type": "object", "properties": {"owners": {"type": "object", "additionalProperties": {
+        "type": "string", "maxLength": 4, "not": {"const": "x"}}}}, "required": ["owners"]}
+    owners = finish(decoded(toy_tokenizer, schema, {"owners": {"al": "ok", "bob": "x", "cy": "x"}}))["owners"]
+    assert owners["al"] == "ok" and len(owners) < 3 and "x" not in owners.values()
