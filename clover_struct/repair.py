@@ -130,10 +130,14 @@ def finish(d: Decoded) -> Any:
 def _failing_part(canvas, ids, path: str) -> int | None:
     """The innermost optional part present (a key, a list item, a map entry) that holds the value
     at `path` (as the final check names it: a map entry by its key), or None."""
-    parts = [(where, g) for g in canvas.groups if g.kind != "variant" and not g.required
-             and canvas.is_present(ids, g.index) for where in [_data_path(canvas, ids, g.path)]
-             if path == where or path.startswith((where + ".", where + "["))]
-    return max(parts, key=lambda part: len(part[0]))[1].index if parts else None
+    parts = []
+    for g in canvas.groups:
+        if g.kind == "variant" or g.required or not canvas.is_present(ids, g.index):
+            continue
+        where = _data_path(canvas, ids, g.path)
+        if path == where or path.startswith((where + ".", where + "[")):
+            parts.append((len(where), g.index))
+    return max(parts)[1] if parts else None
 
 
 def _data_path(canvas, ids, path: str) -> str:
