@@ -130,20 +130,19 @@ def finish(d: Decoded) -> Any:
 def _failing_part(canvas, ids, path: str) -> int | None:
     """The innermost optional part present (a key, a list item, a map entry) that holds the value
     at `path` (as the final check names it: a map entry by its key), or None."""
-    parts = []
+    parts, keys = [], {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
     for g in canvas.groups:
         if g.kind == "variant" or g.required or not canvas.is_present(ids, g.index):
             continue
-        where = _data_path(canvas, ids, g.path)
+        where = _data_path(canvas, ids, g.path, keys)
         if path == where or path.startswith((where + ".", where + "[")):
             parts.append((len(where), g.index))
     return max(parts)[1] if parts else None
 
 
-def _data_path(canvas, ids, path: str) -> str:
+def _data_path(canvas, ids, path: str, keys: dict[str, int]) -> str:
     """A canvas path with each map entry (`{k}`) named by the key written in it, as the final
-    check names it: `jobs{0}.steps` -> `jobs.build.steps`."""
-    keys = {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
+    check names it: `jobs{0}.steps` -> `jobs.build.steps`. keys: the key slots by path."""
     out, done = "", 0
     for entry in re.finditer(r"\{\d+\}", path):
         if (key := keys.get(path[:entry.end()] + ":key")) is not None:   # (not a property named `{0}`)
@@ -215,13 +214,18 @@ def _emptied(canvas, ids, group) -> list[int]:
     return ids
 
 
+def _items_of(canvas, path: str) -> list:
+    """The item groups of the list at `path`, in order."""
+    return [g for g in canvas.groups if g.kind == "item" and re.sub(r"\[\d+\]$", "", g.path) == path]
+
+
 def _without_repeats(d: Decoded, path: str) -> list[int] | None:
     """The ids with each item of the list at `path` that repeats an earlier one dropped if
     it is optional, else given the next-best value of one of its slots that repeats none
     and passes the slot's checks; None if nothing changed."""
     canvas, ids, seen = d.canvas, d.ids, set()
-    for g in canvas.groups:
-        if g.kind != "item" or re.sub(r"\[\d+\]$", "", g.path) != path or not canvas.is_present(ids, g.index):
+    for g in _items_of(canvas, path):
+        if not canvas.is_present(ids, g.index):
             continue
         key = [canvas.slot_text(ids, i) for i in g.slots]
         if tuple(key) in seen and not g.required:
@@ -252,8 +256,7 @@ def _fewer_matching(d: Decoded, path: str, rule) -> list[int] | None:
     items that match); None where too few of those are optional."""
     most, matching = rule
     canvas = d.canvas
-    items = [g for g in canvas.groups if g.kind == "item" and re.sub(r"\[\d+\]$", "", g.path) == path
-             and (g.required or canvas.is_present(d.ids, g.index))]   # the list's items, as parsed
+    items = [g for g in _items_of(canvas, path) if g.required or canvas.is_present(d.ids, g.index)]   # as parsed
     if matching[-1] >= len(items):
         return None   # a list inside one slot (a whole JSON value): no items to drop
     extra = [items[k] for k in reversed(matching) if not items[k].required][:len(matching) - most]
