@@ -17,6 +17,7 @@ Knows nothing of canvases, tokenizers or models.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urldefrag, urljoin
 
@@ -25,6 +26,8 @@ from .errors import SchemaError
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+ROOT_DIR = "file:///clover-struct/"
+ROOT = f"{ROOT_DIR}schema.json"   # the base URI of a document with no $id of its own
 MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the final check's)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
@@ -57,17 +60,24 @@ class Document:
 
     def __init__(self, root):
         self.root = root
-        self.base = root.get("$id", "") if isinstance(root, dict) and isinstance(root.get("$id"), str) else ""
+        draft = root.get("$schema") if isinstance(root, dict) else None
+        # drafts 3 and 4 name a subschema's URI `id` (a `$id` there is an unknown word), later ones `$id`
+        self.id = "id" if isinstance(draft, str) and re.search(r"draft-0[34]/", draft) else "$id"
+        self.base = urljoin(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
         self.ids: dict[str, object] = {}
         self._index(root, self.base)
+        self.ids.setdefault(urldefrag(self.base)[0], root)
+
+    def _id(self, s) -> str | None:
+        return s.get(self.id) if isinstance(s, dict) and isinstance(s.get(self.id), str) else None
 
     def _index(self, s, base: str) -> None:
         if not isinstance(s, dict):
             return
-        if isinstance(s.get("$id"), str) and s["$id"].startswith("#"):   # draft 7: a plain-name fragment
-            self.ids.setdefault(f"{urldefrag(base)[0]}{s['$id']}", s)
-        elif isinstance(s.get("$id"), str):
-            base = urljoin(base, s["$id"])
+        if (self._id(s) or "").startswith("#"):   # drafts 4 to 7: a plain-name fragment
+            self.ids.setdefault(f"{urldefrag(base)[0]}{s[self.id]}", s)
+        elif self._id(s):
+            base = urljoin(base, s[self.id])
             self.ids.setdefault(urldefrag(base)[0], s)
         if isinstance(s.get("$anchor"), str):
             self.ids.setdefault(f"{urldefrag(base)[0]}#{s['$anchor']}", s)
@@ -82,15 +92,15 @@ class Document:
 
     def lookup(self, ref: str, base: str, path: str) -> tuple[object, str]:
         """The subschema `ref` names, and the base URI inside it."""
-        uri = urljoin(base, ref) if base else ref
-        doc, fragment = urldefrag(uri)
-        if doc and doc not in self.ids and (meta := metaschema(doc)) is not None:
+        doc, fragment = urldefrag(urljoin(base or self.base, ref))
+        if doc not in self.ids and (meta := metaschema(doc)) is not None:
             self._index(meta, doc)     # a JSON Schema meta-schema: read from the copy jsonschema ships
             self.ids.setdefault(doc, meta)
-        if doc and doc not in self.ids and doc != urldefrag(self.base)[0]:
-            raise SchemaError(path, f"$ref {ref} points outside this schema ({doc}); clover-struct reads no "
-                                    "remote schemas: copy the referenced schema under $defs and refer to it there")
-        target = self.ids.get(doc, self.root)
+        if doc not in self.ids:
+            raise SchemaError(path, f"$ref {ref} points outside this schema ({doc.removeprefix(ROOT_DIR)}); "
+                                    "clover-struct reads no remote schemas: copy the referenced schema under $defs "
+                                    "and refer to it there")
+        target = self.ids[doc]
         if not fragment:
             return target, doc
         if not fragment.startswith("/"):
@@ -107,13 +117,28 @@ class Document:
             else:
                 raise SchemaError(path, f"$ref {ref}: the pointer finds no {part!r} in this schema; "
                                         "check the path (segments are JSON pointer escaped: ~0 for ~, ~1 for /)")
-        if isinstance(target, dict) and isinstance(target.get("$id"), str):
-            doc = urljoin(doc, target["$id"])
+        if self._id(target):
+            doc = urljoin(doc, target[self.id])
         return target, doc
+
+    def anchored(self, s, base: str):
+        """`s` with its relative references made absolute against `base`: a member of another
+        document merged into this one keeps pointing where it did."""
+        if isinstance(s, list):
+            return [self.anchored(x, base) for x in s]
+        if not isinstance(s, dict):
+            return s
+        if not (self._id(s) or "#").startswith("#"):
+            base = urljoin(base, s[self.id])
+        out = {k: v if k in _DATA else self.anchored(v, base) for k, v in s.items()
+               if not (k == self.id and isinstance(v, str))}   # no base to move (a key named `id` stays)
+        if isinstance(s.get("$ref"), str):
+            out["$ref"] = urljoin(base, s["$ref"])
+        return out
 
     def resolve(self, s, path: str, base: str = "") -> Resolved:
         """`s` in the walk's normal form (see the module docstring)."""
-        out = Resolved({}, base=base)
+        out = Resolved({}, base=base or self.base)
         for _ in range(256):   # a guard against references that only point at each other
             if s is True or s == {}:
                 out.schema = {}
@@ -123,14 +148,14 @@ class Document:
                                           "give it a schema a value can satisfy")
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
-            if isinstance(s.get("$id"), str) and not s["$id"].startswith("#") and s is not self.root:
-                out.base = urljoin(out.base, s["$id"]) if out.base else s["$id"]
+            if not (self._id(s) or "#").startswith("#") and s is not self.root:
+                out.base = urljoin(out.base, s[self.id])
             if isinstance(s.get("$ref"), str):
                 here = out.base
                 target, out.base = self.lookup(s["$ref"], out.base, path)
-                out.refs.append(urljoin(out.base, s["$ref"]) if out.base else s["$ref"])
-                rest = {k: v for k, v in s.items() if k not in ("$ref", "$id")}
-                rest = rest if here == out.base else anchored(rest, here)   # its references stay its own
+                out.refs.append(urljoin(out.base, s["$ref"]))
+                rest = {k: v for k, v in s.items() if k not in ("$ref", self.id)}
+                rest = rest if here == out.base else self.anchored(rest, here)   # its references stay its own
                 s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
                 continue
             if "allOf" in s:
@@ -138,7 +163,7 @@ class Document:
                 for member in s["allOf"]:
                     r = self.resolve(member, path, out.base)
                     out.refs += r.refs
-                    got = r.schema if r.base == out.base else anchored(r.schema, r.base)
+                    got = r.schema if r.base == out.base else self.anchored(r.schema, r.base)
                     merged = merge(merged, got if not r.nullable else {**got, "x-nullable": True}, path)
                 s = merged
                 continue
@@ -228,19 +253,6 @@ def _is_null(s) -> bool:
 _DATA = ("enum", "const", "default", "examples")   # values, not schemas: no reference in them
 
 
-def anchored(s, base: str):
-    """`s` with its relative references made absolute against `base`: a member of another document
-    merged into this one keeps pointing where it did."""
-    if isinstance(s, list):
-        return [anchored(x, base) for x in s]
-    if not isinstance(s, dict):
-        return s
-    if isinstance(s.get("$id"), str) and not s["$id"].startswith("#"):
-        base = urljoin(base, s["$id"])
-    out = {k: v if k in _DATA else anchored(v, base) for k, v in s.items() if k != "$id"}   # no base to move
-    if isinstance(s.get("$ref"), str):
-        out["$ref"] = urljoin(base, s["$ref"])
-    return out
 
 
 def merge(a: dict, b: dict, path: str) -> dict:

@@ -154,6 +154,37 @@ def test_a_member_from_another_document_keeps_its_references_and_ours_keep_ours(
     build_canvas(schema, toy_tokenizer)
 
 
+def test_our_member_merged_into_a_property_of_another_documents_keeps_its_references(toy_tokenizer):
+    """A schema with no $id that extends the draft-07 meta-schema (as AsyncAPI's does): laid out,
+    each union member's `additionalProperties` holds the meta-schema's `$ref` beside our anyOf,
+    whose `#` is still ours."""
+    ours = {"properties": {"additionalProperties": {"anyOf": [{"$ref": "#/definitions/name"}, {"type": "boolean"}]}}}
+    schema = {"definitions": {"name": {"type": "string", "maxLength": 5}}, "type": "object",
+              "properties": {"payload": {"allOf": [{"$ref": "http://json-schema.org/draft-07/schema#"}, ours]}}}
+    assert any(s.path.startswith("payload") for s in build_canvas(schema, toy_tokenizer).slots)
+
+
+def test_a_draft_04_subschema_is_named_by_id_and_a_dollar_id_there_is_no_keyword(toy_tokenizer):
+    """Draft 4 spells a subschema's URI `id`; a `$id` there (as schema generators write) moves
+    no base, so `#` still means the document, and a property named `id` is a property."""
+    from clover_struct.schema_refs import Document
+
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "id": "https://example.com/root.json",
+              "type": "object", "definitions": {"cvar": {"type": "string", "maxLength": 3}},
+              "properties": {"vars": {"$id": "/properties/vars", "type": "array",
+                                      "items": {"$ref": "#/definitions/cvar"}},
+                             "unit": {"id": "units.json", "enum": ["ft", "m"]},
+                             "copy": {"$ref": "units.json"},
+                             "id": {"type": "integer"}}}
+    doc = Document(schema)
+    vars_ = doc.resolve(schema["properties"]["vars"], "vars")
+    assert vars_.base == "https://example.com/root.json"
+    assert doc.resolve(vars_.schema["items"], "vars[0]", vars_.base).schema == {"type": "string", "maxLength": 3}
+    assert doc.resolve(schema["properties"]["copy"], "copy").schema == {"id": "units.json", "enum": ["ft", "m"]}
+    assert "id" in doc.anchored(schema, doc.base)["properties"]
+    assert {s.path for s in build_canvas(schema, toy_tokenizer).slots} >= {"vars[0]", "unit", "copy", "id"}
+
+
 SCORES = {"type": "object", "required": ["scores"], "properties": {"scores": {
     "type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 10},
     "contains": {"minimum": 9}, "maxContains": 2}}}
