@@ -262,13 +262,20 @@ class Builder:
         out, prev = [], None
         self.lists += 1
         for k in range(cap):
-            epath = f"{path}{{{first + k}}}"
+            epath, mark = f"{path}{{{first + k}}}", self.mark()
             g = self.open("item", epath, required=k < least, prev=prev)
             self.text((", " if after_fixed or k else "") + '"')
             key = self.slot(f"{epath}:key", "string", self.budget_of(f"{epath}:key", KEY_TOKENS), pattern=key_pattern,
                             length=(1, key_width) if key_width else None)
             self.text('": ')
-            out.append((g, key, self.close(g, self.value(sub, epath, base=base))))
+            try:
+                value = self.value(sub, epath, base=base)
+            except _TooDeep:
+                if k < least:
+                    raise
+                self.rollback(mark)   # past the recursion depth: the map ends here, as a list does
+                break
+            out.append((g, key, self.close(g, value)))
             prev = g
         self.lists -= 1
         return out

@@ -6,7 +6,7 @@ import pytest
 
 from clover_struct.constraints import compile_canvas
 from clover_struct.decoder import decode
-from clover_struct.errors import ExtractionError
+from clover_struct.errors import ExtractionError, SchemaError
 from clover_struct.repair import finish
 from clover_struct.schema_walk import build_canvas
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam
@@ -75,6 +75,19 @@ def test_an_optional_key_past_the_recursion_depth_or_with_nothing_to_decide_is_l
                                               "b": {"type": "array", "maxItems": 0}}, "required": ["b"]}
     c = build_canvas(fixed, toy_tokenizer)
     assert c.text() == '{"b": []}' and c.parse(c.ids) == {"b": []}
+
+
+def test_a_map_of_the_document_itself_ends_at_the_recursion_depth(toy_tokenizer):
+    """`additionalProperties: {"$ref": "#"}` (a tree of named nodes): where the canvas is shrunk to
+    fit the context, a map's entries end at the recursion depth, as a list's items do; a map
+    that needs an entry there has no way to stop."""
+    tree = {"type": "object", "properties": {"v": {"type": "integer"}}, "additionalProperties": {"$ref": "#"}}
+    for context in (1024, 256):
+        c = build_canvas(tree, toy_tokenizer, context=context)
+        assert c.parse(c.fill({"v": 1, "a": {"v": 2}})) == {"v": 1, "a": {"v": 2}}
+    with pytest.raises(SchemaError, match="no way to stop"):
+        build_canvas({"type": "object", "additionalProperties": {"$ref": "#"}, "minProperties": 1}, toy_tokenizer,
+                     context=1024)
 
 
 def decoded(tok, schema, values: dict):
