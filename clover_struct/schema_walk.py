@@ -29,8 +29,8 @@ from typing import Any
 
 from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
-from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, number_pattern,
-                       plain_width, string_content)
+from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, loosened,
+                       number_pattern, plain_width, regular, string_content)
 from .schema_refs import Document, Unsatisfiable, merge
 from .value_regex import ValueRegex
 
@@ -182,7 +182,7 @@ class Builder:
             if k not in props:
                 matching = [v for p, v in patterns.items() if _search(p, k)]
                 if not matching and extra is False:
-                    raise SchemaError(_join(path, k), "required, but no property describes it and "
+                    raise Unsatisfiable(_join(path, k), "required, but no property describes it and "
                                                       "additionalProperties is false: no object is valid; add "
                                                       "it to properties")
                 props[k] = matching[0] if matching else extra if isinstance(extra, dict) else {}
@@ -270,10 +270,10 @@ class Builder:
             self.text('": ')
             try:
                 value = self.value(sub, epath, base=base)
-            except _TooDeep:
+            except (_TooDeep, Unsatisfiable):
                 if k < least:
                     raise
-                self.rollback(mark)   # past the recursion depth: the map ends here, as a list does
+                self.rollback(mark)   # past the recursion depth or no value: the map ends here, as a list does
                 break
             out.append((g, key, self.close(g, value)))
             prev = g
@@ -379,10 +379,10 @@ class Builder:
             self.text(", " * (k > 0))
             try:
                 node = self.value(item, item_path, tokens, base)
-            except _TooDeep:
+            except (_TooDeep, Unsatisfiable):
                 if k < least:
                     raise
-                self.rollback(mark)   # past the recursion depth: the list ends here
+                self.rollback(mark)   # past the recursion depth, or no item is valid: the list ends here
                 break
             if not self.groups[g]["slots"]:   # nothing in the item tells it is there (a list of lists, an
                 self.rollback(mark)           # object of optional keys): its whole value as one slot
@@ -655,8 +655,11 @@ def _written(s, props, required, skip) -> list[str]:
 
 
 def content_key(pattern: str | None, path: str) -> str:
-    """A map key's content regex: the key pattern's (a search, as JSON Schema reads it), not empty."""
-    return f"(?:{content_pattern(pattern, path)})" if pattern else f"{CHAR}+"
+    """A map key's content regex: the key pattern's (a search, as JSON Schema reads it), not empty;
+    loosened where no automaton holds it (the final check matches keys to the pattern itself)."""
+    if not pattern:
+        return f"{CHAR}+"
+    return f"(?:{content_pattern(pattern if regular(pattern) else loosened(pattern), path)})"
 
 
 def _search(pattern: str, text: str) -> bool:

@@ -177,6 +177,36 @@ def test_our_member_merged_into_a_property_of_another_documents_keeps_its_refere
     assert any(s.path.startswith("payload") for s in build_canvas(schema, toy_tokenizer).slots)
 
 
+def test_a_key_pattern_with_a_look_ahead_is_laid_out_loosened_and_checked_whole(toy_tokenizer):
+    """No automaton holds `(?!...)`: the entries' keys follow the pattern without it, and a key it
+    rules out fails the final check (where the repair drops its entry)."""
+    schema = {"type": "object", "patternProperties": {"^(?!x-)[a-z-]+$": {"type": "integer"}},
+              "additionalProperties": False}
+    c = build_canvas(schema, toy_tokenizer)
+    key = next(s for s in c.slots if s.path.endswith(":key"))
+    assert "?!" not in key.pattern
+    assert c.parse(c.fill({"speed": 3})) == {"speed": 3}
+    with pytest.raises(ExtractionError):
+        c.validate(c.fill({"x-speed": 3}))
+
+
+def test_a_map_or_list_whose_entries_no_value_satisfies_is_laid_out_empty(toy_tokenizer):
+    """An entry schema that requires a key it forbids: no entry is valid, so the map (or list) has
+    none, unless it needs one."""
+    never = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"],
+             "additionalProperties": False}
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 4},
+                                               "map": {"type": "object", "additionalProperties": never},
+                                               "list": {"type": "array", "items": never}}, "required": ["name"]}
+    c = build_canvas(schema, toy_tokenizer)
+    assert c.parse(c.fill({"name": "ab"})) == {"name": "ab"}
+    assert {s.path for s in c.slots} == {"name"}
+    with pytest.raises(SchemaError, match="no object is valid"):
+        build_canvas({**schema, "required": ["name", "list"],
+                      "properties": {**schema["properties"], "list": {"type": "array", "items": never,
+                                                                       "minItems": 1}}}, toy_tokenizer)
+
+
 def test_a_draft_04_subschema_is_named_by_id_and_a_dollar_id_there_is_no_keyword(toy_tokenizer):
     """Draft 4 spells a subschema's URI `id`; a `$id` there (as schema generators write) moves
     no base, so `#` still means the document, and a property named `id` is a property."""
