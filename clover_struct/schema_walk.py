@@ -265,7 +265,7 @@ class Builder:
             epath, mark = f"{path}{{{first + k}}}", self.mark()
             g = self.open("item", epath, required=k < least, prev=prev)
             self.text((", " if after_fixed or k else "") + '"')
-            key = self.slot(f"{epath}:key", "string", self.budget_of(f"{epath}:key", KEY_TOKENS), pattern=key_pattern,
+            key = self.slot(f"{epath}:key", "string", KEY_TOKENS, user_budget=False, pattern=key_pattern,
                             length=(1, key_width) if key_width else None)
             self.text('": ')
             try:
@@ -427,15 +427,12 @@ class Builder:
         return self.slot(path, "value", tokens or need, kind="choice", choices=tuple(texts),
                          choice_ids=ids, nullable="null" in texts)
 
-    def budget_of(self, path: str, estimate: int) -> int:
-        return max(estimate, self.budgets.get(path, 0))
-
     def slot(self, path, json_kind, budget, kind="regex", user_budget=True, **spec) -> int:
         i = len(self.slots)
         if user_budget:
             self.fixed.add(path)
         else:
-            budget = self.budget_of(path, budget)
+            budget = max(budget, self.budgets.get(path, 0))   # raised where a first build fell short
         self.slots.append(dict(path=path, json_kind=json_kind, budget=budget, kind=kind, group=self.group, **spec))
         self.size += budget
         if self.room is not None and self.size > self.room and self.open_parts:

@@ -190,6 +190,18 @@ def test_a_key_pattern_with_a_look_ahead_is_laid_out_loosened_and_checked_whole(
         c.validate(c.fill({"x-speed": 3}))
 
 
+def test_a_key_pattern_longer_than_a_keys_budget_gets_the_tokens_its_shortest_key_needs(toy_tokenizer):
+    from clover_struct.schema_walk import KEY_TOKENS
+
+    prefix = "backend.request.querystring."
+    schema = {"type": "object", "patternProperties": {f"^{prefix}": {"type": "string", "maxLength": 4}},
+              "additionalProperties": False}
+    c = build_canvas(schema, toy_tokenizer)
+    key = next(s for s in c.slots if s.path.endswith(":key"))
+    assert key.budget >= len(prefix) > KEY_TOKENS   # a character a token here
+    compile_canvas(c, toy_tokenizer)
+
+
 def test_a_map_or_list_whose_entries_no_value_satisfies_is_laid_out_empty(toy_tokenizer):
     """An entry schema that requires a key it forbids: no entry is valid, so the map (or list) has
     none, unless it needs one."""
