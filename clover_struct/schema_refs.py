@@ -44,7 +44,8 @@ def metaschema(uri: str) -> dict | None:
 
 
 class Unsatisfiable(SchemaError):
-    """No value satisfies the schema here: an optional key with such a schema is left out."""
+    """No value satisfies the schema here: an optional key with such a schema is left out, and a
+    list or map with such items ends before them."""
 
 
 @dataclass
@@ -251,8 +252,6 @@ def _is_null(s) -> bool:
 
 
 _DATA = ("enum", "const", "default", "examples")   # values, not schemas: no reference in them
-
-
 
 
 def merge(a: dict, b: dict, path: str) -> dict:

@@ -183,8 +183,8 @@ class Builder:
                 matching = [v for p, v in patterns.items() if _search(p, k)]
                 if not matching and extra is False:
                     raise Unsatisfiable(_join(path, k), "required, but no property describes it and "
-                                                      "additionalProperties is false: no object is valid; add "
-                                                      "it to properties")
+                                                        "additionalProperties is false: no object is valid; add "
+                                                        "it to properties")
                 props[k] = matching[0] if matching else extra if isinstance(extra, dict) else {}
         for extra_schema in (s.get("then"), s.get("else")) if extra in (True, {}) else ():
             for k, v in ((extra_schema or {}).get("properties") or {}).items() if isinstance(extra_schema, dict) else ():
