@@ -2,10 +2,11 @@
 
 `Document.resolve(schema, path, base)` turns any subschema into the form the schema walk
 lays out: `$ref` followed (any JSON pointer into the document, `~0`/`~1` escapes and
-percent-encoding, `$id` and `$anchor` targets, `$defs` and `definitions`), `allOf`
-merged where its members merge, boolean schemas read (`true` is any value, `false`
-none), `nullable`, null members of `anyOf`/`oneOf` and `"null"` in type lists turned into
-a flag, type lists and unions of several shapes kept as `anyOf` of their members.
+percent-encoding, `$id` and `$anchor` targets, `$defs` and `definitions`; `$dynamicRef` and
+`$recursiveRef` as `$ref` is, to their static target), `allOf` merged where its members
+merge, boolean schemas read (`true` is any value, `false` none), `nullable`, null members of
+`anyOf`/`oneOf` and `"null"` in type lists turned into a flag, type lists and unions of
+several shapes kept as `anyOf` of their members.
 
 The merge is the layout's guide, not the law: every output is validated against the
 original schema at the end (api.py), so a keyword the merge cannot express is enforced
@@ -26,6 +27,9 @@ from .errors import SchemaError
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+# a dynamic reference is followed as a static one: the same target where one schema resource of
+# the document holds the anchor (the final check resolves it as its draft says)
+REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 ROOT_DIR = "file:///clover-struct/"
 ROOT = f"{ROOT_DIR}schema.json"   # the base URI of a document with no $id of its own
 MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the final check's)
@@ -80,8 +84,9 @@ class Document:
         elif self._id(s):
             base = urljoin(base, s[self.id])
             self.ids.setdefault(urldefrag(base)[0], s)
-        if isinstance(s.get("$anchor"), str):
-            self.ids.setdefault(f"{urldefrag(base)[0]}#{s['$anchor']}", s)
+        for anchor in ("$anchor", "$dynamicAnchor"):
+            if isinstance(s.get(anchor), str):
+                self.ids.setdefault(f"{urldefrag(base)[0]}#{s[anchor]}", s)
         for key in _SUBSCHEMA_LISTS:
             for sub in s.get(key) if isinstance(s.get(key), list) else []:
                 self._index(sub, base)
@@ -133,8 +138,9 @@ class Document:
             base = urljoin(base, s[self.id])
         out = {k: v if k in _DATA else self.anchored(v, base) for k, v in s.items()
                if not (k == self.id and isinstance(v, str))}   # no base to move (a key named `id` stays)
-        if isinstance(s.get("$ref"), str):
-            out["$ref"] = urljoin(base, s["$ref"])
+        for key in REFS:
+            if isinstance(s.get(key), str):
+                out[key] = urljoin(base, s[key])
         return out
 
     def resolve(self, s, path: str, base: str = "") -> Resolved:
@@ -151,11 +157,11 @@ class Document:
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
             if not (self._id(s) or "#").startswith("#") and s is not self.root:
                 out.base = urljoin(out.base, s[self.id])
-            if isinstance(s.get("$ref"), str):
+            if key := next((k for k in REFS if isinstance(s.get(k), str)), None):
                 here = out.base
-                target, out.base = self.lookup(s["$ref"], out.base, path)
-                out.refs.append(urljoin(out.base, s["$ref"]))
-                rest = {k: v for k, v in s.items() if k not in ("$ref", self.id)}
+                target, out.base = self.lookup(s[key], out.base, path)
+                out.refs.append(urljoin(out.base, s[key]))
+                rest = {k: v for k, v in s.items() if k not in (key, self.id)}
                 rest = rest if here == out.base else self.anchored(rest, here)   # its references stay its own
                 s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
                 continue

@@ -2,6 +2,9 @@
 (schema_walk.py), left out of the parsed object when absent (layout.py), and left out by the
 repair when the final check asks for it (repair.py); a pydantic model's canvas as before."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from clover_struct.constraints import compile_canvas
@@ -12,6 +15,8 @@ from clover_struct.schema_walk import build_canvas
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone, Notam
 from test_layout import Flat
 from tiny_models import MockModel
+
+CORPUS = Path(__file__).parent / "schema_corpus"
 
 EXCLUSIVE = {"type": "object", "properties": {"count": {"type": "integer", "minimum": 1},
                                               "until": {"type": "string", "format": "date"},
@@ -217,6 +222,17 @@ def test_a_map_or_list_whose_entries_no_value_satisfies_is_laid_out_empty(toy_to
         build_canvas({**schema, "required": ["name", "list"],
                       "properties": {**schema["properties"], "list": {"type": "array", "items": never,
                                                                        "minItems": 1}}}, toy_tokenizer)
+
+
+@pytest.mark.parametrize("name", ["dynamicref_tree", "recursiveref_tree"])
+def test_a_dynamic_reference_is_laid_out_as_its_target(toy_tokenizer, name):
+    """`$dynamicRef` (2020-12) and `$recursiveRef` (2019-09) to the document's root: the children
+    are nodes laid out field by field, not values of any shape."""
+    schema = json.loads((CORPUS / f"keywords/{name}.json").read_text())
+    c = build_canvas(schema, toy_tokenizer)
+    assert {"children[0].label", "children[0].children[0].label"} <= {s.path for s in c.slots}
+    tree = {"label": "a", "children": [{"label": "b", "children": [{"label": "c"}]}]}
+    assert c.parse(c.fill(tree)) == tree
 
 
 def test_a_draft_04_subschema_is_named_by_id_and_a_dollar_id_there_is_no_keyword(toy_tokenizer):
