@@ -1,6 +1,8 @@
 """A JSON Schema object's optional keys: each a "key" group the model writes or leaves out
 (schema_walk.py), left out of the parsed object when absent (layout.py), and left out by the
-repair when the final check asks for it (repair.py); a pydantic model's canvas as before."""
+repair when the final check asks for it (repair.py); a pydantic model's canvas as before. Also
+how maps, references ($id by draft, dynamic references, members of other documents) and the
+repair's list and record rules meet the schemas users bring."""
 
 import json
 from pathlib import Path
