@@ -18,6 +18,7 @@ Knows nothing of canvases, tokenizers or models.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urldefrag, urljoin
@@ -143,6 +144,23 @@ class Document:
                 out[key] = urljoin(base, s[key])
         return out
 
+    def tag_of(self, members: list, path: str, base: str) -> str | None:
+        """The key that tells a union's members apart, if they are objects that each describe it
+        with an enum (or const) of their own values; else None."""
+        shapes = []
+        for m in members:
+            r = self.resolve(m, path, base)
+            if r.nullable or r.schema.get("type", "object") != "object" or "properties" not in r.schema:
+                return None
+            shapes.append((r.schema["properties"], r.base))
+        for key in shapes[0][0]:
+            values = [self.resolve(props[key], path, b).schema.get("enum") if key in props else None
+                      for props, b in shapes]
+            flat = [json.dumps(v, sort_keys=True) for vs in values for v in vs or [None]]
+            if all(values) and len(set(flat)) == len(flat):
+                return key
+        return None
+
     def resolve(self, s, path: str, base: str = "") -> Resolved:
         """`s` in the walk's normal form (see the module docstring)."""
         out = Resolved({}, base=base or self.base)
@@ -204,6 +222,9 @@ class Document:
                     s = {**rest, "enum": [v for m in members for v in m.get("enum", [m.get("const")])]}
                 else:
                     s = {**rest, word: members, "x-union": word}
+                    if set(rest) <= {*ANNOTATIONS, "type", self.id} and rest.get("type", "object") == "object" \
+                            and (tag := self.tag_of(members, path, out.base)):
+                        s["x-tag"] = tag   # objects told apart by one key's values: laid out as a tagged union
                 continue
             if isinstance(s.get("type"), list):
                 types = [t for t in s["type"] if t != "null"]
@@ -258,6 +279,9 @@ def _is_null(s) -> bool:
 
 
 _DATA = ("enum", "const", "default", "examples")   # values, not schemas: no reference in them
+# words beside a union that ask nothing of its values
+ANNOTATIONS = {"title", "description", "$comment", "default", "examples", "deprecated", "readOnly", "writeOnly",
+               "$schema", "$defs", "definitions"}
 
 
 def merge(a: dict, b: dict, path: str) -> dict:

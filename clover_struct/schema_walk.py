@@ -137,7 +137,7 @@ class Builder:
                                         f'(json_schema_extra={{"verbatim": True, "{key}": "{example}"}})')
         if s.get("item_blocks") and t != "array":
             raise SchemaError(path, "item_blocks applies to lists only (each item decoded as a block of its own)")
-        if "discriminator" in s and not s.get("x-union"):
+        if "discriminator" in s and not s.get("x-union") or s.get("x-tag"):
             return self.union(s, path, nullable, base)
         if s.get("x-union"):
             return self.whole(s, path, nullable, tokens, base)
@@ -288,7 +288,8 @@ class Builder:
         return cap if most is None else min(cap, max(most, 0))
 
     def union(self, s, path, nullable, base):
-        disc = s["discriminator"] if isinstance(s["discriminator"], dict) else {"propertyName": s["discriminator"]}
+        disc = s.get("discriminator") or {"propertyName": s["x-tag"]}
+        disc = disc if isinstance(disc, dict) else {"propertyName": disc}
         key, by_ref = disc["propertyName"], {ref: tag for tag, ref in disc.get("mapping", {}).items()}
         variants = []
         for member in s.get("oneOf") or s.get("anyOf") or []:
@@ -306,17 +307,34 @@ class Builder:
             raise SchemaError(_join(path, key), "two variants share a discriminator value")
         if s.get("one_slot"):
             return self.one_slot(path, key, variants, nullable)
-        self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
-        selector = self.choice(_join(path, key), texts + ["null"] * nullable, None)
-        out = []
-        for v, refs, tags, vbase in variants:
-            vpath = f"{path}<{json.loads(tags[0])}>"
-            self.enter(refs, vpath)
+        start = self.mark()
+        while True:   # a variant past the recursion depth (or that no value satisfies) is left out
+            self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
+            selector = self.choice(_join(path, key), [t for *_, tags, _ in variants for t in tags]
+                                   + ["null"] * nullable, None)
+            out = []
+            for n, (v, refs, tags, vbase) in enumerate(variants):
+                vpath = f"{path}<{json.loads(tags[0])}>"
+                try:
+                    out.append(self.variant(v, vpath, vbase, refs, key, selector, tags))
+                except (_TooDeep, Unsatisfiable):
+                    if len(variants) == 1:
+                        raise
+                    self.rollback(start)
+                    del variants[n]
+                    break
+            else:
+                self.text("}")
+                return UnionNode(key, selector, tuple(out))
+
+    def variant(self, v, vpath, base, refs, key, selector, tags) -> tuple:
+        """One member of a tagged union: its object but for the tag, as a group the selector picks."""
+        self.enter(refs, vpath)
+        try:
             g = self.open("variant", vpath, selector=selector, tags=tags)
-            out.append((g, self.close(g, self.object(v, vpath, vbase, key, ", ", ""))))
+            return g, self.close(g, self.object(v, vpath, base, key, ", ", ""))
+        finally:
             self.leave(refs)
-        self.text("}")
-        return UnionNode(key, selector, tuple(out))
 
     def one_slot(self, path, key, variants, nullable) -> int:
         """A union as one regex slot holding its variant's whole object, keys and all: the

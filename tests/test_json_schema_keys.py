@@ -237,6 +237,38 @@ def test_a_dynamic_reference_is_laid_out_as_its_target(toy_tokenizer, name):
     assert c.parse(c.fill(tree)) == tree
 
 
+CIRCLE = {"type": "object", "properties": {"kind": {"const": "circle"}, "radius": {"type": "number"}},
+          "required": ["kind", "radius"]}
+SQUARE = {"type": "object", "properties": {"kind": {"enum": ["square", "box"]}, "side": {"type": "integer"}},
+          "required": ["kind", "side"], "additionalProperties": False}
+
+
+def test_objects_told_apart_by_a_keys_values_are_a_tagged_union(toy_tokenizer):
+    """A oneOf of objects that each give one key values of their own is laid out as a tagged union
+    (the tag a choice, each member's fields a variant), not as one slot of the whole value."""
+    schema = {"type": "object", "properties": {"shape": {"oneOf": [CIRCLE, SQUARE]}}, "required": ["shape"]}
+    c = build_canvas(schema, toy_tokenizer)
+    assert [(s.path, s.kind) for s in c.slots] == [("shape.kind", "choice"), ("shape<circle>.radius", "regex"),
+                                                   ("shape<square>.side", "regex")]
+    assert c.slots[0].choices == ('"circle"', '"square"', '"box"')
+    for value in ({"shape": {"kind": "box", "side": 2}}, {"shape": {"kind": "circle", "radius": 1.5}}):
+        assert c.validate(c.fill(value)) == value
+    for members in ([CIRCLE, {**SQUARE, "properties": {**SQUARE["properties"], "kind": {"enum": ["circle"]}}}],
+                    [CIRCLE, {**SQUARE, "properties": {"side": {"type": "integer"}}}]):   # shared, or missing
+        c = build_canvas({**schema, "properties": {"shape": {"oneOf": members}}}, toy_tokenizer)
+        assert [s.path for s in c.slots] == ["shape"]   # the whole value under one regex, as before
+
+
+def test_a_tagged_union_leaves_out_a_member_past_the_recursion_depth(toy_tokenizer):
+    """An expression tree: at the deepest level only the members that do not recurse are offered."""
+    schema = json.loads((CORPUS / "realistic/expression_ast.json").read_text())
+    c = build_canvas(schema, toy_tokenizer)
+    selectors = [s for s in c.slots if s.kind == "choice" and s.path.endswith(".node") or s.path == "expression.node"]
+    assert '"binary"' in selectors[0].choices
+    assert min(len(s.choices) for s in selectors) < len(selectors[0].choices)
+    assert all('"binary"' not in s.choices for s in selectors if s.path.count("<") >= 3)
+
+
 def test_a_draft_04_subschema_is_named_by_id_and_a_dollar_id_there_is_no_keyword(toy_tokenizer):
     """Draft 4 spells a subschema's URI `id`; a `$id` there (as schema generators write) moves
     no base, so `#` still means the document, and a property named `id` is a property."""
