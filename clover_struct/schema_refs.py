@@ -71,6 +71,7 @@ class Document:
         self.id = "id" if isinstance(draft, str) and re.search(r"draft-0[34]/", draft) else "$id"
         self.base = urljoin(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
         self.ids: dict[str, object] = {}
+        self.found: dict[tuple[str, str], tuple[object, str, str]] = {}   # lookup's answers
         self._index(root, self.base)
         self.ids.setdefault(urldefrag(self.base)[0], root)
 
@@ -97,9 +98,15 @@ class Document:
         for key in ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"):
             self._index(s.get(key), base)
 
-    def lookup(self, ref: str, base: str, path: str) -> tuple[object, str]:
-        """The subschema `ref` names, and the base URI inside it."""
-        doc, fragment = urldefrag(urljoin(base or self.base, ref))
+    def lookup(self, ref: str, base: str, path: str) -> tuple[object, str, str]:
+        """The subschema `ref` names, the base URI inside it, and `ref` made absolute."""
+        if (ref, base) not in self.found:   # (the layout asks for the same ones many times)
+            self.found[ref, base] = self._lookup(ref, base, path)
+        return self.found[ref, base]
+
+    def _lookup(self, ref: str, base: str, path: str) -> tuple[object, str, str]:
+        uri = urljoin(base or self.base, ref)
+        doc, fragment = urldefrag(uri)
         if doc not in self.ids and (meta := metaschema(doc)) is not None:
             self._index(meta, doc)     # a JSON Schema meta-schema: read from the copy jsonschema ships
             self.ids.setdefault(doc, meta)
@@ -109,12 +116,12 @@ class Document:
                                     "and refer to it there")
         target = self.ids[doc]
         if not fragment:
-            return target, doc
+            return target, doc, uri
         if not fragment.startswith("/"):
             anchor = self.ids.get(f"{doc}#{fragment}")
             if anchor is None:
                 raise SchemaError(path, f"$ref {ref}: no $anchor {fragment!r} in this schema; check the name")
-            return anchor, doc
+            return anchor, doc, uri
         for part in fragment.split("/")[1:]:
             part = unquote(part).replace("~1", "/").replace("~0", "~")
             if isinstance(target, list) and part.isdigit() and int(part) < len(target):
@@ -126,7 +133,7 @@ class Document:
                                         "check the path (segments are JSON pointer escaped: ~0 for ~, ~1 for /)")
         if self._id(target):
             doc = urljoin(doc, target[self.id])
-        return target, doc
+        return target, doc, uri
 
     def anchored(self, s, base: str):
         """`s` with its relative references made absolute against `base`: a member of another
@@ -144,21 +151,25 @@ class Document:
                 out[key] = urljoin(base, s[key])
         return out
 
-    def tag_of(self, members: list, path: str, base: str) -> str | None:
-        """The key that tells a union's members apart, if they are objects that each describe it
-        with an enum (or const) of their own values; else None."""
+    def tag_of(self, s: dict, path: str, base: str) -> str | None:
+        """The key that tells the members of the union `s` (resolved) apart, if they are objects that
+        each describe it with an enum (or const) of their own values and `s` asks nothing beside
+        them; else None."""
+        rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union")}
+        if not set(rest) <= {*ANNOTATIONS, "type", self.id} or rest.get("type", "object") != "object":
+            return None
         shapes = []
-        for m in members:
+        for m in s[s["x-union"]]:
             r = self.resolve(m, path, base)
             if r.nullable or r.schema.get("type", "object") != "object" or "properties" not in r.schema:
                 return None
             shapes.append((r.schema["properties"], r.base))
         for key in shapes[0][0]:
-            values = [self.resolve(props[key], path, b).schema.get("enum") if key in props else None
-                      for props, b in shapes]
-            flat = [json.dumps(v, sort_keys=True) for vs in values for v in vs or [None]]
-            if all(values) and len(set(flat)) == len(flat):
-                return key
+            if all(key in props for props, _ in shapes):
+                values = [self.resolve(props[key], path, b).schema.get("enum") for props, b in shapes]
+                flat = [json.dumps(v, sort_keys=True) for vs in values for v in vs or [None]]
+                if all(values) and len(set(flat)) == len(flat):
+                    return key
         return None
 
     def resolve(self, s, path: str, base: str = "") -> Resolved:
@@ -173,12 +184,12 @@ class Document:
                                           "give it a schema a value can satisfy")
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
-            if not (self._id(s) or "#").startswith("#") and s is not self.root:
-                out.base = urljoin(out.base, s[self.id])
-            if key := next((k for k in REFS if isinstance(s.get(k), str)), None):
+            if isinstance(sid := s.get(self.id), str) and not sid.startswith("#") and s is not self.root:
+                out.base = urljoin(out.base, sid)
+            if key := _ref_key(s):
                 here = out.base
-                target, out.base = self.lookup(s[key], out.base, path)
-                out.refs.append(urljoin(out.base, s[key]))
+                target, out.base, uri = self.lookup(s[key], out.base, path)
+                out.refs.append(uri)
                 rest = {k: v for k, v in s.items() if k not in (key, self.id)}
                 rest = rest if here == out.base else self.anchored(rest, here)   # its references stay its own
                 s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
@@ -222,9 +233,6 @@ class Document:
                     s = {**rest, "enum": [v for m in members for v in m.get("enum", [m.get("const")])]}
                 else:
                     s = {**rest, word: members, "x-union": word}
-                    if set(rest) <= {*ANNOTATIONS, "type", self.id} and rest.get("type", "object") == "object" \
-                            and (tag := self.tag_of(members, path, out.base)):
-                        s["x-tag"] = tag   # objects told apart by one key's values: laid out as a tagged union
                 continue
             if isinstance(s.get("type"), list):
                 types = [t for t in s["type"] if t != "null"]
@@ -272,6 +280,13 @@ def is_of_type(value, t: str) -> bool:
                 and (t == "number" or float(value).is_integer()))
     kinds = {"string": str, "boolean": bool, "object": dict, "array": list, "null": type(None)}
     return isinstance(value, kinds.get(t, object))
+
+
+def _ref_key(s: dict) -> str | None:
+    for key in REFS:
+        if isinstance(s.get(key), str):
+            return key
+    return None
 
 
 def _is_null(s) -> bool:

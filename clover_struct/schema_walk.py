@@ -137,8 +137,10 @@ class Builder:
                                         f'(json_schema_extra={{"verbatim": True, "{key}": "{example}"}})')
         if s.get("item_blocks") and t != "array":
             raise SchemaError(path, "item_blocks applies to lists only (each item decoded as a block of its own)")
-        if "discriminator" in s and not s.get("x-union") or s.get("x-tag"):
+        if "discriminator" in s and not s.get("x-union"):
             return self.union(s, path, nullable, base)
+        if s.get("x-union") and (tag := self.doc.tag_of(s, path, base)):   # objects told apart by a key's values
+            return self.union(s, path, nullable, base, tag)
         if s.get("x-union"):
             return self.whole(s, path, nullable, tokens, base)
         if "enum" in s:
@@ -287,8 +289,8 @@ class Builder:
         cap = max(cap, least)
         return cap if most is None else min(cap, max(most, 0))
 
-    def union(self, s, path, nullable, base):
-        disc = s.get("discriminator") or {"propertyName": s["x-tag"]}
+    def union(self, s, path, nullable, base, tag=None):
+        disc = {"propertyName": tag} if tag else s["discriminator"]
         disc = disc if isinstance(disc, dict) else {"propertyName": disc}
         key, by_ref = disc["propertyName"], {ref: tag for tag, ref in disc.get("mapping", {}).items()}
         variants = []

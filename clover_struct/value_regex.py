@@ -65,7 +65,7 @@ class ValueRegex:
 
     def _of(self, s: dict, path: str, base: str, depth: int) -> str:
         if s.get("x-union"):   # each member with what the union's schema says beside it
-            rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union", "x-tag")}
+            rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union")}
             members, cut = [], False
             for m in s[s["x-union"]]:
                 try:
