@@ -151,16 +151,20 @@ class Document:
                 out[key] = urljoin(base, s[key])
         return out
 
+    def members(self, s: dict) -> list:
+        """The members of the union `s` (resolved), each with what `s` says beside them."""
+        rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union")}
+        return [{"allOf": [rest, m]} if rest else m for m in s[s["x-union"]]]
+
     def tag_of(self, s: dict, path: str, base: str) -> str | None:
         """The key that tells the members of the union `s` (resolved) apart, if they are objects that
-        each describe it with an enum (or const) of their own values and `s` asks nothing beside
-        them; else None."""
-        rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union")}
-        if not set(rest) <= {*ANNOTATIONS, "type", self.id} or rest.get("type", "object") != "object":
-            return None
+        each describe it with an enum (or const) of their own values; else None."""
         shapes = []
-        for m in s[s["x-union"]]:
-            r = self.resolve(m, path, base)
+        for m in self.members(s):
+            try:
+                r = self.resolve(m, path, base)
+            except Unsatisfiable:
+                return None
             if r.nullable or r.schema.get("type", "object") != "object" or "properties" not in r.schema:
                 return None
             shapes.append((r.schema["properties"], r.base))
@@ -294,9 +298,6 @@ def _is_null(s) -> bool:
 
 
 _DATA = ("enum", "const", "default", "examples")   # values, not schemas: no reference in them
-# words beside a union that ask nothing of its values
-ANNOTATIONS = {"title", "description", "$comment", "default", "examples", "deprecated", "readOnly", "writeOnly",
-               "$schema", "$defs", "definitions"}
 
 
 def merge(a: dict, b: dict, path: str) -> dict:

@@ -140,7 +140,7 @@ class Builder:
         if "discriminator" in s and not s.get("x-union"):
             return self.union(s, path, nullable, base)
         if s.get("x-union") and (tag := self.doc.tag_of(s, path, base)):   # objects told apart by a key's values
-            return self.union(s, path, nullable, base, tag)
+            return self.union({"oneOf": self.doc.members(s)}, path, nullable, base, tag)
         if s.get("x-union"):
             return self.whole(s, path, nullable, tokens, base)
         if "enum" in s:

@@ -65,11 +65,10 @@ class ValueRegex:
 
     def _of(self, s: dict, path: str, base: str, depth: int) -> str:
         if s.get("x-union"):   # each member with what the union's schema says beside it
-            rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union")}
             members, cut = [], False
-            for m in s[s["x-union"]]:
+            for m in self.doc.members(s):
                 try:
-                    members.append(self.of({"allOf": [rest, m]} if rest else m, path, base, depth))
+                    members.append(self.of(m, path, base, depth))
                 except Unsatisfiable:
                     continue   # a member no value beside the rest satisfies
                 except _Cut:

@@ -253,6 +253,10 @@ def test_objects_told_apart_by_a_keys_values_are_a_tagged_union(toy_tokenizer):
     assert c.slots[0].choices == ('"circle"', '"square"', '"box"')
     for value in ({"shape": {"kind": "box", "side": 2}}, {"shape": {"kind": "circle", "radius": 1.5}}):
         assert c.validate(c.fill(value)) == value
+    beside = {"type": "object", "required": ["kind"], "properties": {"kind": {"type": "string"}}}   # as GeoJSON's
+    c = build_canvas({**schema, "properties": {"shape": {**beside, "oneOf": [CIRCLE, SQUARE]}}}, toy_tokenizer)
+    assert c.slots[0].choices == ('"circle"', '"square"', '"box"')
+    assert c.validate(c.fill({"shape": {"kind": "circle", "radius": 2}})) == {"shape": {"kind": "circle", "radius": 2}}
     for members in ([CIRCLE, {**SQUARE, "properties": {**SQUARE["properties"], "kind": {"enum": ["circle"]}}}],
                     [CIRCLE, {**SQUARE, "properties": {"side": {"type": "integer"}}}]):   # shared, or missing
         c = build_canvas({**schema, "properties": {"shape": {"oneOf": members}}}, toy_tokenizer)
