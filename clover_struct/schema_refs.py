@@ -32,7 +32,7 @@ _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 # the document holds the anchor (the final check resolves it as its draft says)
 REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 ROOT_DIR = "file:///clover-struct/"
-ROOT = f"{ROOT_DIR}schema.json"   # the base URI of a document with no $id of its own
+ROOT = f"{ROOT_DIR}.this-document"   # the base URI of a document with no $id (a name no file has)
 MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the final check's)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 

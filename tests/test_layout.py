@@ -344,6 +344,7 @@ def model(**fields):
     (model(p=(str, Field(pattern=r"^\d{3}-\d{4}$", max_length=5))), "p", "no value meets this field's pattern"),
     (model(**{"é": (int,)}), "", "cannot write"),
     ({"type": "object", "properties": {"x": {"$ref": "other.json#/X"}}}, "x", "outside this schema"),
+    ({"$defs": {"a": {}}, "properties": {"x": {"$ref": "schema.json#/$defs/a"}}}, "x", r"outside this schema \(schema.json\)"),
     ({"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}}, "x", "finds no '\\$defs'"),
     ({"type": "object", "properties": {"x": False}, "required": ["x"]}, "x", "no value is valid"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "", "no value is both"),
