@@ -49,8 +49,7 @@ def metaschema(uri: str) -> dict | None:
 
 
 class Unsatisfiable(SchemaError):
-    """No value satisfies the schema here: an optional key with such a schema is left out, and a
-    list or map with such items ends before them."""
+    """No value satisfies the schema here: an optional key with such a schema is left out."""
 
 
 @dataclass

@@ -272,10 +272,10 @@ class Builder:
             self.text('": ')
             try:
                 value = self.value(sub, epath, base=base)
-            except (_TooDeep, Unsatisfiable):
+            except _TooDeep:
                 if k < least:
                     raise
-                self.rollback(mark)   # past the recursion depth or no value: the map ends here, as a list does
+                self.rollback(mark)   # past the recursion depth: the map ends here, as a list does
                 break
             out.append((g, key, self.close(g, value)))
             prev = g
@@ -310,7 +310,7 @@ class Builder:
         if s.get("one_slot"):
             return self.one_slot(path, key, variants, nullable)
         start = self.mark()
-        while True:   # a variant past the recursion depth (or that no value satisfies) is left out
+        while True:   # a variant past the recursion depth is left out
             self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
             selector = self.choice(_join(path, key), [t for *_, tags, _ in variants for t in tags]
                                    + ["null"] * nullable, None)
@@ -319,7 +319,7 @@ class Builder:
                 vpath = f"{path}<{json.loads(tags[0])}>"
                 try:
                     out.append(self.variant(v, vpath, vbase, refs, key, selector, tags))
-                except (_TooDeep, Unsatisfiable):
+                except _TooDeep:
                     if len(variants) == 1:
                         raise
                     self.rollback(start)
@@ -399,10 +399,10 @@ class Builder:
             self.text(", " * (k > 0))
             try:
                 node = self.value(item, item_path, tokens, base)
-            except (_TooDeep, Unsatisfiable):
+            except _TooDeep:
                 if k < least:
                     raise
-                self.rollback(mark)   # past the recursion depth, or no item is valid: the list ends here
+                self.rollback(mark)   # past the recursion depth: the list ends here
                 break
             if not self.groups[g]["slots"]:   # nothing in the item tells it is there (a list of lists, an
                 self.rollback(mark)           # object of optional keys): its whole value as one slot
