@@ -289,8 +289,8 @@ class Builder:
         cap = max(cap, least)
         return cap if most is None else min(cap, max(most, 0))
 
-    def union(self, s, path, nullable, base, tag=None):
-        disc = {"propertyName": tag} if tag else s["discriminator"]
+    def union(self, s, path, nullable, base, tag_key=None):
+        disc = {"propertyName": tag_key} if tag_key else s["discriminator"]
         disc = disc if isinstance(disc, dict) else {"propertyName": disc}
         key, by_ref = disc["propertyName"], {ref: tag for tag, ref in disc.get("mapping", {}).items()}
         variants = []
