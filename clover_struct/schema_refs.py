@@ -80,10 +80,11 @@ class Document:
     def _index(self, s, base: str) -> None:
         if not isinstance(s, dict):
             return
-        if (self._id(s) or "").startswith("#"):   # drafts 4 to 7: a plain-name fragment
-            self.ids.setdefault(f"{urldefrag(base)[0]}{s[self.id]}", s)
-        elif self._id(s):
-            base = urljoin(base, s[self.id])
+        sid = self._id(s)
+        if sid and sid.startswith("#"):   # drafts 4 to 7: a plain-name fragment
+            self.ids.setdefault(f"{urldefrag(base)[0]}{sid}", s)
+        elif sid:
+            base = urljoin(base, sid)
             self.ids.setdefault(urldefrag(base)[0], s)
         for anchor in ("$anchor", "$dynamicAnchor"):
             if isinstance(s.get(anchor), str):
@@ -141,8 +142,8 @@ class Document:
             return [self.anchored(x, base) for x in s]
         if not isinstance(s, dict):
             return s
-        if not (self._id(s) or "#").startswith("#"):
-            base = urljoin(base, s[self.id])
+        if not (sid := self._id(s) or "#").startswith("#"):
+            base = urljoin(base, sid)
         out = {k: v if k in _DATA else self.anchored(v, base) for k, v in s.items()
                if not (k == self.id and isinstance(v, str))}   # no base to move (a key named `id` stays)
         for key in REFS:

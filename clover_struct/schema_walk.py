@@ -312,8 +312,7 @@ class Builder:
         start = self.mark()
         while True:   # a variant past the recursion depth is left out
             self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
-            selector = self.choice(_join(path, key), [t for *_, tags, _ in variants for t in tags]
-                                   + ["null"] * nullable, None)
+            selector = self.choice(_join(path, key), texts + ["null"] * nullable, None)
             out = []
             for n, (v, refs, tags, vbase) in enumerate(variants):
                 vpath = f"{path}<{json.loads(tags[0])}>"
@@ -323,7 +322,8 @@ class Builder:
                     if len(variants) == 1:
                         raise
                     self.rollback(start)
-                    del variants[n]
+                    dropped = variants.pop(n)[2]
+                    texts = [t for t in texts if t not in dropped]
                     break
             else:
                 self.text("}")
