@@ -19,7 +19,9 @@ positions hold pad.
   `min_items` are `required`. Parsing drops absent items wherever they are.
 - A variant is present iff its union's selector (discriminator) slot, which lies
   outside the variant groups, holds one of its tags; the other variants' slots are
-  empty. A selector holding `null` makes the union null.
+  empty. A selector holding `null` makes the union null. A union told apart by a key
+  only one member requires has that key as its selector's text, and its variants
+  write the key's value first.
 - A union marked `one_slot` (json_schema_extra={"one_slot": True} on its Field) is
   instead one slot holding its variant's whole JSON object, keys included: a
   regex over every variant's fields, as long as the longest variant rather than
@@ -211,7 +213,8 @@ MapNode = namedtuple("MapNode", "entries")                       # ((group, key 
 ListNode = namedtuple("ListNode", "items nullable")              # ((group, node), ...)
 OptionalNode = namedtuple("OptionalNode", "group node")          # absent: null
 KeyNode = namedtuple("KeyNode", "group node")                    # an optional key in ObjectNode.fields: absent, no key
-UnionNode = namedtuple("UnionNode", "key selector variants")     # variants: ((group, ObjectNode), ...)
+UnionNode = namedtuple("UnionNode", "key selector variants")     # variants: ((group, ObjectNode), ...); key None: the
+                                                                 # selector names the variant's own key
 _EMPTY = object()   # fill: an all-pad slot
 
 
@@ -302,8 +305,8 @@ class Canvas:
                 return walk(node.node) if self.is_present(ids, node.group) else None
             tag, selector = self.slot_text(ids, node.selector), self.slots[node.selector]
             for g, obj in node.variants:
-                if tag in self.groups[g].tags:
-                    return {node.key: selector.value(tag), **walk(obj)}
+                if tag in self.groups[g].tags:   # (a key-less union's variant writes its own key)
+                    return {node.key: selector.value(tag), **walk(obj)} if node.key else walk(obj)
             return selector.value(tag)   # null, or ExtractionError
         return walk(self.tree)
 
@@ -369,8 +372,14 @@ class Canvas:
                         for k, (g, n) in enumerate(node.items)]
             if isinstance(node, OptionalNode):
                 return walk(node.node, value, path) if value is not None else walk(node.group, _EMPTY, path)
-            put(node.selector, None if value is None else value.get(node.key))
-            tag = json.dumps(None if value is None else value.get(node.key), ensure_ascii=False)
+            if value is None:
+                tag = None
+            elif node.key:
+                tag = value.get(node.key)
+            else:   # the variant whose own key `value` holds
+                tag = next((k for g, _ in node.variants for k in map(json.loads, self.groups[g].tags) if k in value), None)
+            put(node.selector, tag)
+            tag = json.dumps(tag, ensure_ascii=False)
             for g, obj in node.variants:
                 walk(obj, value, path) if tag in self.groups[g].tags else walk(g, _EMPTY, path)
         walk(self.tree, data, "")

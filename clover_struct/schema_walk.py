@@ -141,6 +141,8 @@ class Builder:
             return self.union(s, path, nullable, base)
         if s.get("x-union") and (tag := self.doc.tag_of(s, path, base)):   # objects told apart by a key's values
             return self.union({"oneOf": self.doc.members(s)}, path, nullable, base, tag)
+        if s.get("x-union") and (own := self.doc.own_keys(s, path, base)):   # ... or by a key only one requires
+            return self.union({"oneOf": self.doc.members(s)}, path, nullable, base, own=own)
         if s.get("x-union"):
             return self.whole(s, path, nullable, tokens, base)
         if "enum" in s:
@@ -289,21 +291,16 @@ class Builder:
         cap = max(cap, least)
         return cap if most is None else min(cap, max(most, 0))
 
-    def union(self, s, path, nullable, base, tag_key=None):
-        disc = {"propertyName": tag_key} if tag_key else s["discriminator"]
-        disc = disc if isinstance(disc, dict) else {"propertyName": disc}
-        key, by_ref = disc["propertyName"], {ref: tag for tag, ref in disc.get("mapping", {}).items()}
-        variants = []
-        for member in s.get("oneOf") or s.get("anyOf") or []:
-            v, _, refs, vbase = self.resolve(member, path, base)
-            if key not in v.get("properties", {}):
-                raise SchemaError(path, f"every variant of the union needs the discriminator field `{key}`")
-            p = self.resolve(v["properties"][key], _join(path, key), vbase)[0]
-            tags = p.get("enum") if "enum" in p else \
-                [by_ref[member["$ref"]]] if isinstance(member, dict) and member.get("$ref") in by_ref else []
-            if not tags:
-                raise SchemaError(_join(path, key), "the discriminator needs a Literal value in each variant")
-            variants.append((v, refs, tuple(json.dumps(t, ensure_ascii=False) for t in tags), vbase))
+    def union(self, s, path, nullable, base, tag_key=None, own=None):
+        """A union whose selector, written first, picks one variant group: the value of its tag
+        key (the discriminator, or `tag_key`), or with `own` the key each member alone requires,
+        whose value the variant then writes first."""
+        members = s.get("oneOf") or s.get("anyOf") or []
+        if own:
+            key, variants = None, [(v, refs, (json.dumps(k, ensure_ascii=False),), vbase)
+                                   for k, (v, _, refs, vbase) in zip(own, (self.resolve(m, path, base) for m in members))]
+        else:
+            key, variants = self.tagged(s, path, base, members, tag_key)
         texts = [t for _, _, tags, _ in variants for t in tags]
         if len(set(texts)) < len(texts):
             raise SchemaError(_join(path, key), "two variants share a discriminator value")
@@ -311,13 +308,14 @@ class Builder:
             return self.one_slot(path, key, variants, nullable)
         start = self.mark()
         while True:   # a variant past the recursion depth is left out
-            self.text("{" + json.dumps(key, ensure_ascii=False) + ": ")
-            selector = self.choice(_join(path, key), texts + ["null"] * nullable, None)
+            self.text("{" if own else "{" + json.dumps(key, ensure_ascii=False) + ": ")
+            selector = self.choice(path if own else _join(path, key), texts + ["null"] * nullable, None)
+            self.text(": " * bool(own))
             out = []
             for n, (v, refs, tags, vbase) in enumerate(variants):
                 vpath = f"{path}<{json.loads(tags[0])}>"
                 try:
-                    out.append(self.variant(v, vpath, vbase, refs, key, selector, tags))
+                    out.append(self.variant(v, vpath, vbase, refs, key or json.loads(tags[0]), selector, tags, own))
                 except _TooDeep:
                     if len(variants) == 1:
                         raise
@@ -329,12 +327,34 @@ class Builder:
                 self.text("}")
                 return UnionNode(key, selector, tuple(out))
 
-    def variant(self, v, vpath, base, refs, key, selector, tags) -> tuple:
-        """One member of a tagged union: its object but for the tag, as a group the selector picks."""
+    def tagged(self, s, path, base, members, tag_key) -> tuple:
+        """The tag key and (schema, refs, tag texts, base) of each member of a union told apart by
+        that key's values."""
+        disc = {"propertyName": tag_key} if tag_key else s["discriminator"]
+        disc = disc if isinstance(disc, dict) else {"propertyName": disc}
+        key, by_ref = disc["propertyName"], {ref: tag for tag, ref in disc.get("mapping", {}).items()}
+        variants = []
+        for member in members:
+            v, _, refs, vbase = self.resolve(member, path, base)
+            if key not in v.get("properties", {}):
+                raise SchemaError(path, f"every variant of the union needs the discriminator field `{key}`")
+            p = self.resolve(v["properties"][key], _join(path, key), vbase)[0]
+            tags = p.get("enum") if "enum" in p else \
+                [by_ref[member["$ref"]]] if isinstance(member, dict) and member.get("$ref") in by_ref else []
+            if not tags:
+                raise SchemaError(_join(path, key), "the discriminator needs a Literal value in each variant")
+            variants.append((v, refs, tuple(json.dumps(t, ensure_ascii=False) for t in tags), vbase))
+        return key, variants
+
+    def variant(self, v, vpath, base, refs, key, selector, tags, own=False) -> tuple:
+        """One member of a union: its object but for the tag key (with `own`, that key's value
+        first), as a group the selector picks."""
         self.enter(refs, vpath)
         try:
             g = self.open("variant", vpath, selector=selector, tags=tags)
-            return g, self.close(g, self.object(v, vpath, base, key, ", ", ""))
+            first = ((key, self.value(v["properties"][key], _join(vpath, key), base=base)),) if own else ()
+            obj = self.object(v, vpath, base, key, ", ", "")
+            return g, self.close(g, obj._replace(fields=first + obj.fields))
         finally:
             self.leave(refs)
 

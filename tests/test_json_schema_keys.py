@@ -256,10 +256,31 @@ def test_objects_told_apart_by_a_keys_values_are_a_tagged_union(toy_tokenizer):
     c = build_canvas({**schema, "properties": {"shape": {**beside, "oneOf": [CIRCLE, SQUARE]}}}, toy_tokenizer)
     assert c.slots[0].choices == ('"circle"', '"square"', '"box"')
     assert c.validate(c.fill({"shape": {"kind": "circle", "radius": 2}})) == {"shape": {"kind": "circle", "radius": 2}}
-    for members in ([CIRCLE, {**SQUARE, "properties": {**SQUARE["properties"], "kind": {"enum": ["circle"]}}}],
-                    [CIRCLE, {**SQUARE, "properties": {"side": {"type": "integer"}}}]):   # shared, or missing
+    loose = {"required": ["kind"]}   # nothing but the tag required, and the tag's values shared or missing
+    for members in ([CIRCLE, {**SQUARE, **loose, "properties": {**SQUARE["properties"], "kind": {"enum": ["circle"]}}}],
+                    [{**CIRCLE, **loose}, {**SQUARE, "properties": {"side": {"type": "integer"}}, "required": []}]):
         c = build_canvas({**schema, "properties": {"shape": {"oneOf": members}}}, toy_tokenizer)
         assert [s.path for s in c.slots] == ["shape"]   # the whole value under one regex, as before
+
+
+def test_objects_told_apart_by_a_key_only_one_requires_are_a_union_on_that_key(toy_tokenizer):
+    """With no tag values of their own, members that each require a key no other member requires
+    (a GitHub job has `runs-on` or `uses`) are a union whose selector names that key: the variant
+    writes its value first, then its other fields."""
+    circle = {**CIRCLE, "properties": {"radius": {"type": "number"}, "kind": {"type": "string"}}}
+    square = {**SQUARE, "properties": {"side": {"type": "integer"}, "kind": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"shape": {"oneOf": [circle, square]}}, "required": ["shape"]}
+    c = build_canvas(schema, toy_tokenizer)
+    assert [(s.path, s.kind) for s in c.slots] == [
+        ("shape", "choice"), ("shape<radius>.radius", "regex"), ("shape<radius>.kind", "regex"),
+        ("shape<side>.side", "regex"), ("shape<side>.kind", "regex")]
+    assert c.slots[0].choices == ('"radius"', '"side"')
+    assert c.text().startswith('{"shape": {▢▢▢▢▢▢▢▢: ▢')
+    for value in ({"shape": {"side": 2, "kind": "box"}}, {"shape": {"radius": 1.5, "kind": "round"}}):
+        assert c.validate(c.fill(value)) == value
+    nullable = {**schema, "properties": {"shape": {"oneOf": [circle, square, {"type": "null"}]}}}
+    c = build_canvas(nullable, toy_tokenizer)
+    assert c.slots[0].choices == ('"radius"', '"side"', "null") and c.parse(c.fill({"shape": None})) == {"shape": None}
 
 
 def test_a_tagged_union_leaves_out_a_member_past_the_recursion_depth(toy_tokenizer):
