@@ -11,8 +11,9 @@ single change the model finds least unlikely (for a JSON Schema, leaving out an 
 is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; where
 no single change will do, a JSON Schema's failing optional part is left out and the record
 checked again. A list's repeated optional items are dropped for uniqueItems, and its last
-items that match `contains` for maxContains. Knows nothing of models or torch: a Decoded in, a
-value out.
+items that match `contains` for maxContains, and a string or list inside a whole value (whose
+regex counts neither past a few) is cut to its maxLength or maxItems. Knows nothing of models
+or torch: a Decoded in, a value out.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
+from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
@@ -103,6 +105,9 @@ def finish(d: Decoded) -> Any:
                     or keyword == "maxContains" and (ids := _fewer_matching(d, e.path, e.rule)):
                 d.ids = ids   # a list's repeated or extra matching optional items: dropped, then check again
                 continue
+            if keyword in ("maxLength", "maxItems") and (ids := _shortened(d, e.where, e.rule)):
+                d.ids = ids   # a too long string or list inside a whole value: cut, as a number is clamped
+                continue
             entry = canvas.slots[i].group if i is not None and canvas.slots[i].path.endswith(":key") else None
             if entry is not None and not canvas.groups[entry].required:
                 d.ids = _emptied(canvas, d.ids, entry)   # an optional map entry whose key fails (repeats): dropped
@@ -149,6 +154,30 @@ def _data_path(canvas, ids, path: str, keys: dict[str, int]) -> str:
             out += path[done:entry.start()] + ("." if entry.start() else "") + canvas.slot_text(ids, key)
             done = entry.end()
     return out + path[done:]
+
+
+def _shortened(d: Decoded, where: tuple, most: int) -> list[int] | None:
+    """The ids with the string or list at `where` (keys and indices), inside a whole-value slot,
+    cut to its first `most` characters or items (a whole value's regex counts neither past a few),
+    or None where no such slot holds it or the shorter value does not fit the slot."""
+    canvas = d.canvas
+    keys = {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
+    for i, s in enumerate(canvas.slots):
+        if s.json_kind != "value" or s.union or canvas.is_empty(d.ids, i):
+            continue
+        here = _data_path(canvas, d.ids, s.path, keys)
+        inner = next((where[k:] for k in range(len(where) + 1) if path_of(where[:k]) == here), None)
+        if inner is None:
+            continue
+        top = {"": s.value(canvas.slot_text(d.ids, i))}
+        holder, at = top, ""
+        for part in inner:   # the container holding the value, and its key there
+            holder, at = holder[at], part
+        holder[at] = holder[at][:most]
+        ids = canvas.tokenizer.encode(s.render(top[""]))
+        if len(ids) <= s.budget and d.automata[i].accepts(ids):
+            return d.ids[:s.start] + ids + [canvas.pad_id] * (s.budget - len(ids)) + d.ids[s.end:]
+    return None
 
 
 def _greedy(d: Decoded, i) -> list[int] | None:

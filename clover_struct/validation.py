@@ -17,16 +17,18 @@ from .errors import ExtractionError, SchemaError
 
 class SchemaRejects(ExtractionError):
     """The final check's refusal; `keyword` is the JSON Schema keyword that failed and `rule`
-    its value, for maxContains with the indices of the items that match (repair.py answers some
-    by keyword: a list's repeated items for uniqueItems, its extra matching ones for maxContains,
-    a value searched again under a pattern the layout could not place for pattern)."""
+    its value, for maxContains with the indices of the items that match, and `where` the
+    failing value's location (keys and indices). repair.py answers some by keyword: a list's
+    repeated items for uniqueItems, its extra matching ones for maxContains, a value searched
+    again under a pattern the layout could not place for pattern, a string or list inside a
+    whole value cut for maxLength and maxItems."""
 
-    def __init__(self, path: str, reason: str, keyword: str = "", rule: Any = None):
+    def __init__(self, path: str, reason: str, keyword: str = "", rule: Any = None, where: tuple = ()):
         super().__init__(path, reason)
-        self.keyword, self.rule = keyword, rule
+        self.keyword, self.rule, self.where = keyword, rule, where
 
     def __reduce__(self):
-        return type(self), (self.path, self.reason, self.keyword, self.rule)
+        return type(self), (self.path, self.reason, self.keyword, self.rule, self.where)
 
 
 def path_of(parts) -> str:
@@ -60,5 +62,5 @@ def checker(schema) -> Callable[[Any], None]:
             matches = validator.evolve(schema=error.schema["contains"]).is_valid
             rule = (rule, [k for k, item in enumerate(error.instance) if matches(item)])
         raise SchemaRejects(path_of(error.absolute_path), f"the schema rejects the value: {error.message}",
-                            error.validator, rule)
+                            error.validator, rule, tuple(error.absolute_path))
     return check

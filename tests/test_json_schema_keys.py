@@ -329,6 +329,20 @@ def test_the_repair_drops_the_last_optional_items_past_max_contains(toy_tokenize
         finish(decoded(toy_tokenizer, required, {"scores": [9, 10, 10, 1, 2, 9]}))
 
 
+def test_a_too_long_string_or_list_inside_a_whole_value_is_cut_to_its_bound(toy_tokenizer):
+    """A whole value's regex counts a string's maxLength only up to a few characters and no
+    maxItems at all, so the final check catches a longer one: it is cut to the bound, as a
+    number past its bound is clamped, in a whole value of a field, of the root, or of a map entry."""
+    words = {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 2}
+    either = {"anyOf": [{"type": "integer"}, words]}
+    schema = {"type": "object", "required": ["cmd"], "properties": {"cmd": either}}
+    assert finish(decoded(toy_tokenizer, schema, {"cmd": ["ls", "a-long-word"]})) == {"cmd": ["ls", "a-long-w"]}
+    assert finish(decoded(toy_tokenizer, schema, {"cmd": ["a", "b", "c"]})) == {"cmd": ["a", "b"]}
+    assert finish(decoded(toy_tokenizer, {"$defs": {}, **either}, ["a-long-word"])) == ["a-long-w"]
+    jobs = {"type": "object", "additionalProperties": either, "minProperties": 1}
+    assert finish(decoded(toy_tokenizer, jobs, {"build": ["a", "a-long-word"]})) == {"build": ["a", "a-long-w"]}
+
+
 def test_a_key_repeated_in_a_later_key_patterns_entries_is_dropped_there(toy_tokenizer):
     """A map's entries are numbered across its key patterns, so an error names one entry: a
     key written twice among the second pattern's entries drops the second of them (the first

@@ -37,3 +37,6 @@ def test_a_max_contains_refusal_names_the_items_that_match_and_survives_pickling
     assert (e.value.keyword, e.value.rule) == ("maxContains", (1, [0, 2]))
     again = pickle.loads(pickle.dumps(e.value))
     assert (again.path, again.keyword, again.rule) == (e.value.path, "maxContains", (1, [0, 2]))
+    with pytest.raises(SchemaRejects) as e:
+        checker({"properties": {"a": {"items": {"maxLength": 2}}}})({"a": ["abc"]})
+    assert (e.value.path, e.value.where, pickle.loads(pickle.dumps(e.value)).where) == ("a[0]", ("a", 0), ("a", 0))
