@@ -22,6 +22,7 @@ schemas: slots in (from layout.py), arrays out.
 from __future__ import annotations
 
 import weakref
+from dataclasses import replace
 
 import numpy as np
 
@@ -30,7 +31,12 @@ from .vocab import END, outlines_vocabulary, per_tokenizer, unit_starts
 
 DEAD = -1               # the state after a token the slot cannot take
 _FAR = 1 << 30          # distance of a state that cannot reach a final state
+PRODUCT = 4_000_000     # transitions of a oneOf's exactly-one automaton past which the final check alone holds it
 _COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # canvas -> [SlotAutomaton|ChoiceSet]
+
+
+class _TooMany(Exception):
+    """A oneOf's exactly-one automaton would pass PRODUCT transitions."""
 
 
 class _Tables:
@@ -45,9 +51,9 @@ class _Tables:
     """
 
     def __init__(self, patterns: tuple[str, ...], tokenizer, vocab_size: int, path: str, pad: int, mask: int,
-                 length: tuple[int, int | None] | None = None, inside: bool = True):
+                 length: tuple[int, int | None] | None = None, inside: bool = True, one: bool = False):
         vocabulary, vmap = outlines_vocabulary(tokenizer, pad, mask)
-        trans, start = _transitions(patterns, vocabulary, path)
+        trans, start = _transitions(patterns, vocabulary, path, one)
         self.pad = pad
         names = np.array(sorted(set(trans) | {t for row in trans.values() for t in row.values()} | {start}))
         n = len(names) + 1
@@ -148,10 +154,13 @@ class _Tables:
         return (key, *self.cache[key])
 
 
-def _transitions(patterns: tuple[str, ...], vocabulary, path: str) -> tuple[dict, int]:
+def _transitions(patterns: tuple[str, ...], vocabulary, path: str, one: bool = False) -> tuple[dict, int]:
     """({state: {token: state}}, initial state) of the token DFA of all `patterns` at once: outlines-
     core's for one pattern; for more, the product of theirs (a state per tuple of their states that
-    the value can reach; a token leaves it where every pattern takes it)."""
+    the value can reach; a token leaves it where every pattern takes it). With `one`, the DFA of
+    texts the first pattern matches and exactly one of the others (a token leaves where the first
+    and any other take it, the rest left behind, and the value may end where exactly one of the
+    others can); _TooMany past PRODUCT transitions."""
     from outlines_core import Index
     indexes = []
     for pattern in patterns:
@@ -164,29 +173,38 @@ def _transitions(patterns: tuple[str, ...], vocabulary, path: str) -> tuple[dict
         return indexes[0].get_transitions(), indexes[0].get_initial_state()
     tables = [index.get_transitions() for index in indexes]
     start = tuple(index.get_initial_state() for index in indexes)
-    number, todo, trans = {start: 0}, [start], {}
+    number, todo, trans, work = {start: 0}, [start], {}, 0
     while todo:
         state = todo.pop()
         rows = [table.get(q, {}) for table, q in zip(tables, state)]
         row = {}
-        for token in set(rows[0]).intersection(*rows[1:]):
-            target = tuple(r[token] for r in rows)
+        others = set().union(*rows[1:]) if one else set(rows[1]).intersection(*rows[2:])
+        for token in others.intersection(rows[0]):
+            if one and token == END and sum(END in r for r in rows[1:]) != 1:
+                continue
+            target = tuple(r.get(token, DEAD) for r in rows)
             if target not in number:
                 number[target] = len(number)
                 todo.append(target)
             row[token] = number[target]
         trans[number[state]] = row
+        work += len(row)
+        if one and work > PRODUCT:
+            raise _TooMany
     return trans, 0
 
 
 def _tables(slot, tokenizer, vocab_size: int, pad: int, mask: int) -> _Tables:
     """The tables of a slot's patterns, shared by every slot with the same patterns and length."""
     cache = per_tokenizer(tokenizer)
-    patterns = (slot.pattern,) + ((slot.also,) if slot.also is not None else ())
+    patterns = (slot.pattern,) + (slot.one_of or ((slot.also,) if slot.also is not None else ()))
     key = (patterns, slot.length, slot.json_kind == "string", vocab_size, pad, mask)
     if key not in cache:
-        cache[key] = _Tables(patterns, tokenizer, vocab_size, slot.path, pad, mask, slot.length,
-                             slot.json_kind == "string")
+        try:
+            cache[key] = _Tables(patterns, tokenizer, vocab_size, slot.path, pad, mask, slot.length,
+                                 slot.json_kind == "string", one=bool(slot.one_of))
+        except _TooMany:   # the members overlap too much to tell apart here: the final check does
+            cache[key] = _tables(replace(slot, one_of=()), tokenizer, vocab_size, pad, mask)
     return cache[key]
 
 

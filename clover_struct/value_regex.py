@@ -46,40 +46,48 @@ class ValueRegex:
         return (f"{scalar}|\\[(?:(?:{inner})(?:, (?:{inner}))*)?\\]"
                 f"|\\{{(?:{KEY}: (?:{inner})(?:, {KEY}: (?:{inner}))*)?\\}}")
 
-    def slot(self, s: dict, path: str, base: str = "") -> str:
+    def slot(self, s: dict, path: str, base: str = "") -> tuple[str, tuple[str, ...]]:
         """The regex of a slot holding one whole value of `s`: exact to the deepest nesting that keeps
-        it small enough to compile quickly, else any value."""
+        it small enough to compile quickly, else any value; and for a oneOf, its members' regexes
+        with digits uncounted (a oneOf's value matches exactly one of them)."""
         for depth in range(ANY_DEPTH, 0, -1):
             try:
-                exact = self._of(s, path, base, depth)
+                exact = self._of(s, path, base, depth, top=True)
+                members = tuple(self._members(s, path, base, depth)) if s.get("x-union") == "oneOf" else ()
             except _Cut:
                 break   # a shallower cut leaves even less
             if len(exact) <= LONGEST:
-                return exact
-        return self.any()
+                return exact, members
+        return self.any(), ()
 
-    def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH) -> str:
+    def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH, top: bool = False) -> str:
         """A regex of the JSON text of every value of `s` (nesting cut at `depth`)."""
         r = self.doc.resolve(s, path, base)
-        core = self._of(r.schema, path, r.base, depth)
+        core = self._of(r.schema, path, r.base, depth, top)
         return f"null|(?:{core})" if r.nullable and core != "null" else core
 
-    def _of(self, s: dict, path: str, base: str, depth: int) -> str:
-        if s.get("x-union"):   # each member with what the union's schema says beside it
-            members, cut = [], False
-            for m in self.doc.members(s):
-                try:
-                    members.append(self.of(m, path, base, depth))
-                except Unsatisfiable:
-                    continue   # a member no value beside the rest satisfies
-                except _Cut:
-                    cut = True
-            if cut and not members:
-                raise _Cut
-            if not members:
-                raise Unsatisfiable(path, f"no member of the {s['x-union']} fits what the schema says beside "
-                                          "it: no value is valid; fix the members or the schema around them")
-            return "|".join(f"(?:{m})" for m in members)
+    def _members(self, s: dict, path: str, base: str, depth: int, top: bool = False) -> list[str]:
+        """The regex of each member of the union `s` with what its schema says beside it."""
+        members, cut = [], False
+        for m in self.doc.members(s):
+            try:
+                members.append(self.of(m, path, base, depth, top))
+            except Unsatisfiable:
+                continue   # a member no value beside the rest satisfies
+            except _Cut:
+                cut = True
+        if cut and not members:
+            raise _Cut
+        if not members:
+            raise Unsatisfiable(path, f"no member of the {s['x-union']} fits what the schema says beside "
+                                      "it: no value is valid; fix the members or the schema around them")
+        return members
+
+    def _of(self, s: dict, path: str, base: str, depth: int, top: bool = False) -> str:
+        """`of` for `s` resolved; `top`: the slot's value itself or a member of its union, whose
+        digits are counted as a number slot's (a float's from 15 integer digits on is integral)."""
+        if s.get("x-union"):
+            return "|".join(f"(?:{m})" for m in self._members(s, path, base, depth, top))
         if "enum" in s:
             return "|".join(literal(json.dumps(v, ensure_ascii=False)) for v in s["enum"])
         t = s.get("type")
@@ -89,8 +97,11 @@ class ValueRegex:
             return "null"
         if t == "boolean":
             return "true|false"
-        if t in ("integer", "number"):   # digits uncounted: counted repeats multiply a nested DFA's states
-            sign = number_pattern(s, t == "integer")[0].startswith("-?")
+        if t in ("integer", "number"):   # nested digits uncounted: counted repeats multiply a DFA's states
+            pattern = number_pattern(s, t == "integer")[0]
+            if top:
+                return pattern
+            sign = pattern.startswith("-?")
             return "-?" * sign + "(?:0|[1-9][0-9]*)" + ("" if t == "integer" else r"(?:\.[0-9]+)?")
         if t == "string":
             content, _, length, _, _ = string_content(s, path, self.strict)   # a format: the final check

@@ -329,6 +329,29 @@ def test_the_repair_drops_the_last_optional_items_past_max_contains(toy_tokenize
         finish(decoded(toy_tokenizer, required, {"scores": [9, 10, 10, 1, 2, 9]}))
 
 
+def test_a_one_of_whole_value_is_written_so_that_exactly_one_member_matches(toy_tokenizer, make_toy_tokenizer,
+                                                                            monkeypatch):
+    """oneOf exclusivity in the grammar: the slot's automaton takes a text its members' regexes
+    (digits uncounted) match exactly one of, within the union's own regex (digits counted, as a
+    number slot's: a 47-digit decimal would be read as an integral float). Where the members
+    overlap too much to tell apart in PRODUCT transitions, the final check alone holds it."""
+    import clover_struct.constraints as constraints
+
+    schema = {"type": "object", "required": ["amount"], "properties": {"amount": {"oneOf": [
+        {"type": "integer"}, {"type": "number", "minimum": 0}]}}}
+    (slot,) = build_canvas(schema, toy_tokenizer).slots
+    assert "{0,11}" in slot.pattern and slot.one_of == ("-?(?:0|[1-9][0-9]*)", r"(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+
+    def accepted(texts, tok):
+        (auto,) = compile_canvas(build_canvas(schema, tok), tok)
+        return [t for t in texts if auto.accepts(tok.encode(t))]
+
+    texts = ["2", "0", "-3", "2.5", "0.5", "-2.5", "9" * 13, "9" * 9 + ".5"]
+    assert accepted(texts, toy_tokenizer) == ["-3", "2.5", "0.5", "9" * 9 + ".5"]   # integers >= 0: both members
+    monkeypatch.setattr(constraints, "PRODUCT", 1)   # (a tokenizer of its own: automata are cached per tokenizer)
+    assert accepted(texts, make_toy_tokenizer()) == ["2", "0", "-3", "2.5", "0.5", "9" * 9 + ".5"]   # any member's
+
+
 def test_a_too_long_string_or_list_inside_a_whole_value_is_cut_to_its_bound(toy_tokenizer):
     """A whole value's regex counts a string's maxLength only up to a few characters and no
     maxItems at all, so the final check catches a longer one: it is cut to the bound, as a
