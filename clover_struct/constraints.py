@@ -3,7 +3,9 @@
 A regex slot becomes a `SlotAutomaton`. outlines-core compiles its pattern into a
 token-level DFA over the tokenizer's vocabulary, with the pad token in outlines'
 end-of-sequence role (a slot with a second pattern, a format beside the user's, gets the
-product of the two DFAs); the transition table is copied into numpy arrays:
+product of the two DFAs; a oneOf's whole value, the product of its members' DFAs whose
+final states are those where exactly one member's is); the transition table is copied into
+numpy arrays:
 - `next(state, token)` is one table lookup;
 - `allowed(state, remaining)` returns the tokens that keep a final state reachable
   within the `remaining` positions of the slot (this one included), a slice of a
