@@ -3,9 +3,8 @@
 A regex slot becomes a `SlotAutomaton`. outlines-core compiles its pattern into a
 token-level DFA over the tokenizer's vocabulary, with the pad token in outlines'
 end-of-sequence role (a slot with a second pattern, a format beside the user's, gets the
-product of the two DFAs; a oneOf's whole value, the product of its members' DFAs whose
-final states are those where exactly one member's is); the transition table is copied into
-numpy arrays:
+product of the two DFAs; a oneOf's whole value, the product of its DFA and its members',
+final where at most one member's is); the transition table is copied into numpy arrays:
 - `next(state, token)` is one table lookup;
 - `allowed(state, remaining)` returns the tokens that keep a final state reachable
   within the `remaining` positions of the slot (this one included), a slice of a
@@ -33,12 +32,13 @@ from .vocab import END, outlines_vocabulary, per_tokenizer, unit_starts
 
 DEAD = -1               # the state after a token the slot cannot take
 _FAR = 1 << 30          # distance of a state that cannot reach a final state
-PRODUCT = 4_000_000     # transitions of a oneOf's exactly-one automaton past which the final check alone holds it
+PRODUCT = 4_000_000     # transitions of a oneOf's at-most-one automaton past which the final check alone holds it
 _COMPILED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # canvas -> [SlotAutomaton|ChoiceSet]
 
 
-class _TooMany(Exception):
-    """A oneOf's exactly-one automaton would pass PRODUCT transitions."""
+class _Untold(Exception):
+    """A oneOf's members that regexes do not tell apart here: their at-most-one automaton would
+    pass PRODUCT transitions."""
 
 
 class _Tables:
@@ -160,9 +160,9 @@ def _transitions(patterns: tuple[str, ...], vocabulary, path: str, one: bool = F
     """({state: {token: state}}, initial state) of the token DFA of all `patterns` at once: outlines-
     core's for one pattern; for more, the product of theirs (a state per tuple of their states that
     the value can reach; a token leaves it where every pattern takes it). With `one`, the DFA of
-    texts the first pattern matches and exactly one of the others (a token leaves where the first
-    and any other take it, the rest left behind, and the value may end where exactly one of the
-    others can); _TooMany past PRODUCT transitions."""
+    texts the first pattern matches and at most one of the others (a token leaves where the first
+    takes it, the others that cannot left behind, and the value may end where the first can and
+    at most one of the others); _Untold past PRODUCT transitions."""
     from outlines_core import Index
     indexes = []
     for pattern in patterns:
@@ -180,9 +180,8 @@ def _transitions(patterns: tuple[str, ...], vocabulary, path: str, one: bool = F
         state = todo.pop()
         rows = [table.get(q, {}) for table, q in zip(tables, state)]
         row = {}
-        others = set().union(*rows[1:]) if one else set(rows[1]).intersection(*rows[2:])
-        for token in others.intersection(rows[0]):
-            if one and token == END and sum(END in r for r in rows[1:]) != 1:
+        for token in rows[0] if one else set(rows[0]).intersection(*rows[1:]):
+            if one and token == END and sum(END in r for r in rows[1:]) > 1:
                 continue
             target = tuple(r.get(token, DEAD) for r in rows)
             if target not in number:
@@ -192,7 +191,7 @@ def _transitions(patterns: tuple[str, ...], vocabulary, path: str, one: bool = F
         trans[number[state]] = row
         work += len(row)
         if one and work > PRODUCT:
-            raise _TooMany
+            raise _Untold
     return trans, 0
 
 
@@ -205,7 +204,7 @@ def _tables(slot, tokenizer, vocab_size: int, pad: int, mask: int) -> _Tables:
         try:
             cache[key] = _Tables(patterns, tokenizer, vocab_size, slot.path, pad, mask, slot.length,
                                  slot.json_kind == "string", one=bool(slot.one_of))
-        except _TooMany:   # the members overlap too much to tell apart here: the final check does
+        except _Untold:   # the final check alone tells the members apart
             cache[key] = _tables(replace(slot, one_of=()), tokenizer, vocab_size, pad, mask)
     return cache[key]
 

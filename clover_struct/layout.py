@@ -113,7 +113,7 @@ class Slot:
     json_kind: str               # "string": content between fixed quotes; "value": a whole JSON value
     pattern: str | None = None   # regex over the slot's exact text (regex slots)
     also: str | None = None      # a second regex the text must match too (a format beside a pattern)
-    one_of: tuple[str, ...] = ()  # regexes of a oneOf's members: the text matches exactly one (and `pattern`)
+    one_of: tuple[str, ...] = ()  # regexes of a oneOf's members: the text matches at most one (and `pattern`)
     choices: tuple[str, ...] = ()                   # candidate texts (choice slots)
     choice_ids: tuple[tuple[int, ...], ...] = ()    # their tokens, each at most `budget`
     group: int | None = None     # innermost group, None at the top level

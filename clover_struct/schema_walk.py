@@ -167,14 +167,13 @@ class Builder:
                                 "object, array or null")
 
     def whole(self, s, path, nullable, tokens, base) -> int:
-        """One slot holding the value's whole JSON text (value_regex.py); a oneOf's text matches
-        exactly one of its members (or null)."""
-        pattern, members = self.values.slot(s, path, base)
+        """One slot holding the value's whole JSON text (value_regex.py); a oneOf's matches at
+        most one of the members a regex tells apart."""
+        pattern, told = self.values.slot(s, path, base), self.values.told(s, path, base)
         if nullable:
             pattern = f"null|(?:{pattern})"
-        one_of = members + ("null",) * nullable if len(members) > 1 else ()
         return self.slot(path, "value", tokens or VALUE_TOKENS, pattern=pattern, nullable=nullable,
-                         user_budget=tokens is not None, one_of=one_of)
+                         user_budget=tokens is not None, one_of=told + ("null",) * bool(told and nullable))
 
     def object(self, s, path, base, skip=None, lead="{", tail="}"):
         """The properties in schema order (the keys always written, then optional ones that fit

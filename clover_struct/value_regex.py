@@ -34,6 +34,18 @@ class _Cut(Exception):
     """The nesting cut leaves no valid value here: an object with required keys, a list with minItems."""
 
 
+_INEXACT = {"pattern", "format", "minLength", "maxLength", "maximum", "exclusiveMaximum", "exclusiveMinimum",
+            "multipleOf", "not", "if", "x-union"}   # what a scalar's regex here does not hold
+
+
+def _exact(s: dict) -> bool:
+    """Whether the regex `of` writes for `s` (resolved) matches exactly its values' JSON texts."""
+    if "enum" in s:
+        return True
+    return s.get("type") in ("null", "boolean", "string", "integer", "number") and not _INEXACT & set(s) \
+        and s.get("minimum", 0) == 0
+
+
 class ValueRegex:
     """Regexes of whole values over one Document (schema_refs.py)."""
 
@@ -48,19 +60,33 @@ class ValueRegex:
         return (f"{scalar}|\\[(?:(?:{inner})(?:, (?:{inner}))*)?\\]"
                 f"|\\{{(?:{KEY}: (?:{inner})(?:, {KEY}: (?:{inner}))*)?\\}}")
 
-    def slot(self, s: dict, path: str, base: str = "") -> tuple[str, tuple[str, ...]]:
+    def slot(self, s: dict, path: str, base: str = "") -> str:
         """The regex of a slot holding one whole value of `s`: exact to the deepest nesting that keeps
-        it small enough to compile quickly, else any value; and for a oneOf, its members' regexes
-        with digits uncounted (a oneOf's value matches exactly one of them)."""
+        it small enough to compile quickly, else any value."""
         for depth in range(ANY_DEPTH, 0, -1):
             try:
                 exact = self._of(s, path, base, depth, top=True)
-                members = tuple(self._members(s, path, base, depth)) if s.get("x-union") == "oneOf" else ()
             except _Cut:
                 break   # a shallower cut leaves even less
             if len(exact) <= LONGEST:
-                return exact, members
-        return self.any(), ()
+                return exact
+        return self.any()
+
+    def told(self, s: dict, path: str, base: str = "") -> tuple[str, ...]:
+        """For a oneOf, the regexes of the members whose values a regex holds exactly (scalars: no
+        pattern, format, length or bound but a minimum of 0), digits uncounted, where two or more:
+        a value may match at most one of them (constraints.py). Else ()."""
+        if s.get("x-union") != "oneOf":
+            return ()
+        out = []
+        for m in self.doc.members(s):
+            try:
+                r = self.doc.resolve(m, path, base)
+            except Unsatisfiable:
+                continue
+            if _exact(r.schema):
+                out.append(self.of(m, path, base, 0))
+        return tuple(out) if len(out) > 1 else ()
 
     def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH, top: bool = False) -> str:
         """A regex of the JSON text of every value of `s` (nesting cut at `depth`)."""
@@ -68,28 +94,24 @@ class ValueRegex:
         core = self._of(r.schema, path, r.base, depth, top)
         return f"null|(?:{core})" if r.nullable and core != "null" else core
 
-    def _members(self, s: dict, path: str, base: str, depth: int, top: bool = False) -> list[str]:
-        """The regex of each member of the union `s` with what its schema says beside it."""
-        members, cut = [], False
-        for m in self.doc.members(s):
-            try:
-                members.append(self.of(m, path, base, depth, top))
-            except Unsatisfiable:
-                continue   # a member no value beside the rest satisfies
-            except _Cut:
-                cut = True
-        if cut and not members:
-            raise _Cut
-        if not members:
-            raise Unsatisfiable(path, f"no member of the {s['x-union']} fits what the schema says beside "
-                                      "it: no value is valid; fix the members or the schema around them")
-        return members
-
     def _of(self, s: dict, path: str, base: str, depth: int, top: bool = False) -> str:
         """`of` for `s` resolved; `top`: the slot's value itself or a member of its union, whose
         digits are counted as a number slot's (a float's from 15 integer digits on is integral)."""
-        if s.get("x-union"):
-            return "|".join(f"(?:{m})" for m in self._members(s, path, base, depth, top))
+        if s.get("x-union"):   # each member with what the union's schema says beside it
+            members, cut = [], False
+            for m in self.doc.members(s):
+                try:
+                    members.append(self.of(m, path, base, depth, top))
+                except Unsatisfiable:
+                    continue   # a member no value beside the rest satisfies
+                except _Cut:
+                    cut = True
+            if cut and not members:
+                raise _Cut
+            if not members:
+                raise Unsatisfiable(path, f"no member of the {s['x-union']} fits what the schema says beside "
+                                          "it: no value is valid; fix the members or the schema around them")
+            return "|".join(f"(?:{m})" for m in members)
         if "enum" in s:
             return "|".join(literal(json.dumps(v, ensure_ascii=False)) for v in s["enum"])
         t = s.get("type")

@@ -329,12 +329,13 @@ def test_the_repair_drops_the_last_optional_items_past_max_contains(toy_tokenize
         finish(decoded(toy_tokenizer, required, {"scores": [9, 10, 10, 1, 2, 9]}))
 
 
-def test_a_one_of_whole_value_is_written_so_that_exactly_one_member_matches(toy_tokenizer, make_toy_tokenizer,
-                                                                            monkeypatch):
-    """oneOf exclusivity in the grammar: the slot's automaton takes a text its members' regexes
-    (digits uncounted) match exactly one of, within the union's own regex (digits counted, as a
-    number slot's: a 47-digit decimal would be read as an integral float). Where the members
-    overlap too much to tell apart in PRODUCT transitions, the final check alone holds it."""
+def test_a_one_of_whole_value_matches_at_most_one_member_a_regex_tells_apart(toy_tokenizer, make_toy_tokenizer,
+                                                                             monkeypatch):
+    """oneOf exclusivity in the grammar: the slot's automaton takes a text of the union's own regex
+    (digits counted, as a number slot's: a 47-digit decimal would be read as an integral float)
+    that at most one of the members whose regexes are exact (digits uncounted) matches. Members
+    with a pattern, format, length or bound other than minimum 0 are left to the final check, as
+    is a union whose automaton would pass PRODUCT transitions."""
     import clover_struct.constraints as constraints
 
     schema = {"type": "object", "required": ["amount"], "properties": {"amount": {"oneOf": [
@@ -350,6 +351,8 @@ def test_a_one_of_whole_value_is_written_so_that_exactly_one_member_matches(toy_
     assert accepted(texts, toy_tokenizer) == ["-3", "2.5", "0.5", "9" * 9 + ".5"]   # integers >= 0: both members
     monkeypatch.setattr(constraints, "PRODUCT", 1)   # (a tokenizer of its own: automata are cached per tokenizer)
     assert accepted(texts, make_toy_tokenizer()) == ["2", "0", "-3", "2.5", "0.5", "9" * 9 + ".5"]   # any member's
+    formats = {"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "maxLength": 3}, {"type": "string"}]}
+    assert build_canvas({"type": "object", "properties": {"v": formats}}, toy_tokenizer).slots[0].one_of == ()
 
 
 def test_a_too_long_string_or_list_inside_a_whole_value_is_cut_to_its_bound(toy_tokenizer):
