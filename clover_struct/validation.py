@@ -1,11 +1,12 @@
 """The final check: an output validated against the user's own JSON Schema, as written.
 
 The layout follows the schema as far as a canvas can (schema_walk.py); this check holds
-what it cannot: oneOf exclusivity (but for a whole value's own members), uniqueItems, contains, if/then/else, not, dependencies,
-a pattern beside a format, and every format, with the `jsonschema` package (the draft of
-the schema's `$schema`, 2020-12 by default, formats checked). A failing value becomes an
-ExtractionError with the path of the value, which repair.py answers with the next-best
-values before it gives up. Knows nothing of canvases or models.
+what it cannot: oneOf exclusivity (but between plain scalars), uniqueItems, contains,
+if/then/else, not, dependencies, a pattern beside a format, and every format, with the
+`jsonschema` package (the draft of the schema's `$schema`, 2020-12 by default, formats
+checked). A failing value becomes an ExtractionError with the path of the value, which
+repair.py answers with the next-best values before it gives up. Knows nothing of canvases
+or models.
 """
 
 from __future__ import annotations

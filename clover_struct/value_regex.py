@@ -5,12 +5,12 @@ open-ended part nested inside one is laid out as ONE slot holding its whole JSON
 under a regex that accepts every value of the subschema (within a nesting depth): the
 model's first token then picks the variant (`"`, a digit, `{`, ...). Objects are written as
 the canvas writes them (`{"a": 1, "b": [2, 3]}`): every property in schema order, then any
-extra entries. A oneOf's members' regexes go beside it, digits uncounted, for an automaton
-of texts exactly one of them matches (constraints.py). The regex is the layout's guide; the
-final check against the original schema (api.py) enforces what it cannot (oneOf exclusivity
-where the members' regexes are not their schemas, uniqueness, conditionals, maxItems and longer
-maxLengths, which repair.py cuts to, and everything of a slot whose exact regex is too large to
-compile quickly: `LONGEST`).
+extra entries. Beside a oneOf's regex go those of its members that a regex holds exactly
+(`told`), for an automaton of texts at most one of them matches (constraints.py). The regex
+is the layout's guide; the final check against the original schema (api.py) enforces what it
+cannot (oneOf exclusivity between other members, uniqueness, conditionals, maxItems and
+longer maxLengths, which repair.py cuts to, and everything of a slot whose exact regex is too
+large to compile quickly: `LONGEST`).
 Knows nothing of canvases, tokenizers or models.
 """
 
