@@ -378,7 +378,8 @@ class Canvas:
             elif node.key:
                 tag = value.get(node.key)
             else:   # the variant whose own key `value` holds
-                tag = next((k for g, _ in node.variants for k in map(json.loads, self.groups[g].tags) if k in value), None)
+                keys = [json.loads(t) for g, _ in node.variants for t in self.groups[g].tags]
+                tag = next((k for k in keys if k in value), None)
             put(node.selector, tag)
             tag = json.dumps(tag, ensure_ascii=False)
             for g, obj in node.variants:

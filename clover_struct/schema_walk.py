@@ -298,8 +298,9 @@ class Builder:
         whose value the variant then writes first."""
         members = s.get("oneOf") or s.get("anyOf") or []
         if own:
+            resolved = [self.resolve(m, path, base) for m in members]
             key, variants = None, [(v, refs, (json.dumps(k, ensure_ascii=False),), vbase)
-                                   for k, (v, _, refs, vbase) in zip(own, (self.resolve(m, path, base) for m in members))]
+                                   for k, (v, _, refs, vbase) in zip(own, resolved)]
         else:
             key, variants = self.tagged(s, path, base, members, tag_key)
         texts = [t for _, _, tags, _ in variants for t in tags]
