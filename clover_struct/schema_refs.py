@@ -156,45 +156,34 @@ class Document:
         rest = {k: v for k, v in s.items() if k not in (s["x-union"], "x-union")}
         return [{"allOf": [rest, m]} if rest else m for m in s[s["x-union"]]]
 
-    def _objects(self, s: dict, path: str, base: str) -> list | None:
-        """The members of the union `s` (resolved) if each is an object that lists its properties."""
-        out = []
+    def told_apart(self, s: dict, path: str, base: str) -> tuple[str | None, list[str] | None]:
+        """How the members of the union `s` (resolved) are told apart, if each is an object that
+        lists its properties: (the key each describes with an enum or const of its own values,
+        None), else (None, per member a property it requires and no other member does, the one of
+        those fewest others describe: a GitHub job requires `runs-on` or `uses`), else (None, None)."""
+        shapes = []
         for m in self.members(s):
             try:
                 r = self.resolve(m, path, base)
             except Unsatisfiable:
-                return None
+                return None, None
             if r.nullable or r.schema.get("type", "object") != "object" or "properties" not in r.schema:
-                return None
-            out.append(r)
-        return out
-
-    def tag_of(self, s: dict, path: str, base: str) -> str | None:
-        """The key that tells the members of the union `s` (resolved) apart, if they are objects that
-        each describe it with an enum (or const) of their own values; else None."""
-        shapes = [(r.schema["properties"], r.base) for r in self._objects(s, path, base) or ()]
+                return None, None
+            shapes.append((r.schema["properties"], set(r.schema.get("required", [])), r.base))
         for key in shapes[0][0] if shapes else ():
-            if all(key in props for props, _ in shapes):
-                values = [self.resolve(props[key], path, b).schema.get("enum") for props, b in shapes]
+            if all(key in props for props, _, _ in shapes):
+                values = [self.resolve(props[key], path, b).schema.get("enum") for props, _, b in shapes]
                 flat = [json.dumps(v, sort_keys=True) for vs in values for v in vs or [None]]
                 if all(values) and len(set(flat)) == len(flat):
-                    return key
-        return None
-
-    def own_keys(self, s: dict, path: str, base: str) -> list[str] | None:
-        """Per member of the union `s` (resolved), a property it requires and no other member does,
-        if its members are objects that each have one (a GitHub job requires `runs-on` or `uses`);
-        of those, the one fewest other members describe. Else None."""
-        shapes = [(set(r.schema.get("required", [])), r.schema["properties"])
-                  for r in self._objects(s, path, base) or ()]
-        out = []
-        for i, (required, props) in enumerate(shapes):
+                    return key, None
+        own = []
+        for i, (props, required, _) in enumerate(shapes):
             others = shapes[:i] + shapes[i + 1:]
-            own = [k for k in props if k in required and not any(k in req for req, _ in others)]
-            if not own:
-                return None
-            out.append(min(own, key=lambda k: sum(k in p for _, p in others)))
-        return out or None
+            keys = [k for k in props if k in required and not any(k in req for _, req, _ in others)]
+            if not keys:
+                return None, None
+            own.append(min(keys, key=lambda k: sum(k in p for p, _, _ in others)))
+        return None, own or None
 
     def resolve(self, s, path: str, base: str = "") -> Resolved:
         """`s` in the walk's normal form (see the module docstring)."""

@@ -139,11 +139,10 @@ class Builder:
             raise SchemaError(path, "item_blocks applies to lists only (each item decoded as a block of its own)")
         if "discriminator" in s and not s.get("x-union"):
             return self.union(s, path, nullable, base)
-        if s.get("x-union") and (tag := self.doc.tag_of(s, path, base)):   # objects told apart by a key's values
-            return self.union({"oneOf": self.doc.members(s)}, path, nullable, base, tag)
-        if s.get("x-union") and (own := self.doc.own_keys(s, path, base)):   # ... or by a key only one requires
-            return self.union({"oneOf": self.doc.members(s)}, path, nullable, base, own=own)
-        if s.get("x-union"):
+        if s.get("x-union"):   # objects told apart by a key's values or by a key only one requires, else whole
+            tag, own = self.doc.told_apart(s, path, base)
+            if tag or own:
+                return self.union({"oneOf": self.doc.members(s)}, path, nullable, base, tag, own)
             return self.whole(s, path, nullable, tokens, base)
         if "enum" in s:
             texts = [json.dumps(v, ensure_ascii=False) for v in s["enum"] if v is not None]
