@@ -59,6 +59,15 @@ def test_bidirectional_sees_everything(tiny):
     assert (tiny(x, "bidirectional")[0, 0] - tiny(y, "bidirectional")[0, 0]).abs().max() > 1e-3
 
 
+def test_unpadded_causal_rows_equal_them_beside_a_padded_row(tiny, close):
+    # alone they take the attention kernel's causal mask; beside a padded row, the built mask
+    rows, short = rand(2, 30), rand(1, 20, seed=3)
+    batch = torch.cat([rows, torch.cat([torch.full((1, 10), 1), short], 1)])
+    beside = tiny(batch, "causal", pad=torch.tensor([0, 0, 10]))
+    close(tiny(rows, "causal"), beside[:2], "kernel causal mask vs built mask", 1e-5)
+    close(tiny(short, "causal"), beside[2:, 10:], "the padded row vs alone", 1e-5)
+
+
 def test_rows_of_different_lengths_equal_each_row_alone(tiny, close):
     lengths = [30, 17, 24]
     prompts = [rand(1, n, seed=n) for n in lengths]
