@@ -25,9 +25,9 @@ from .schema_refs import Unsatisfiable
 ANY_DEPTH = 2       # nesting of arrays and objects a whole value may have (any(3) compiles in a minute)
 SHORT = 6           # the longest maxLength a whole value's regex counts (0.02 s to compile; 12: 0.8 s)
 KEY = f'"{CHAR}+"'   # (a counted repeat of a Unicode class takes outlines-core minutes to compile)
-LONGEST = 1500      # characters of a slot's exact regex past which the slot takes any value instead: the
-                    # token DFA's build time grows with its states (a 9,000-character union of job shapes
-                    # took minutes); the final check against the schema holds what the looser regex lets by
+LONGEST = 1500      # characters of a slot's regex past which it is cut shallower (`slot`): the token DFA's
+                    # build time grows with its states (a 9,000-character union of job shapes took minutes;
+                    # at 3,000 a cloudify schema took past 90 s); the final check holds what a looser one lets by
 
 
 class _Cut(Exception):
@@ -52,17 +52,21 @@ class ValueRegex:
     def __init__(self, document, strict_formats: bool = True):
         self.doc, self.strict = document, strict_formats
 
-    def any(self, depth: int = ANY_DEPTH) -> str:
+    def any(self, depth: int = ANY_DEPTH, only: str | None = None) -> str:
+        """Any JSON value nested at most `depth` deep; `only` "array" or "object": any such one."""
         scalar = f'null|true|false|"{CHAR}*"|-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?'   # the budget bounds them
         if depth <= 0:
             return scalar
         inner = self.any(depth - 1)
-        return (f"{scalar}|\\[(?:(?:{inner})(?:, (?:{inner}))*)?\\]"
-                f"|\\{{(?:{KEY}: (?:{inner})(?:, {KEY}: (?:{inner}))*)?\\}}")
+        kinds = {"array": f"\\[(?:(?:{inner})(?:, (?:{inner}))*)?\\]",
+                 "object": f"\\{{(?:{KEY}: (?:{inner})(?:, {KEY}: (?:{inner}))*)?\\}}"}
+        return kinds[only] if only else "|".join([scalar, *kinds.values()])
 
     def slot(self, s: dict, path: str, base: str = "") -> str:
-        """The regex of a slot holding one whole value of `s`: exact to the deepest nesting that keeps
-        it small enough to compile quickly, else any value."""
+        """The regex of a slot holding one whole value of `s`, the first of these small enough to
+        compile quickly: exact, to the deepest nesting that is; exact at the value's own level, any
+        list or object of the types it allows below (`loose`: an avro schema's type name, record or
+        union); any value."""
         for depth in range(ANY_DEPTH, 0, -1):
             try:
                 exact = self._of(s, path, base, depth, top=True)
@@ -70,7 +74,8 @@ class ValueRegex:
                 break   # a shallower cut leaves even less
             if len(exact) <= LONGEST:
                 return exact
-        return self.any()
+        shallow = self._of(s, path, base, 0, top=True, loose=True)
+        return shallow if len(shallow) <= LONGEST else self.any()
 
     def told(self, s: dict, path: str, base: str = "") -> tuple[str, ...]:
         """For a oneOf, the regexes of the members whose values a regex holds exactly (scalars: no
@@ -88,20 +93,21 @@ class ValueRegex:
                 out.append(self.of(m, path, base, 0))
         return tuple(out) if len(out) > 1 else ()
 
-    def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH, top: bool = False) -> str:
-        """A regex of the JSON text of every value of `s` (nesting cut at `depth`)."""
+    def of(self, s, path: str, base: str = "", depth: int = ANY_DEPTH, top: bool = False, loose: bool = False) -> str:
+        """A regex of the JSON text of every value of `s`, nesting cut at `depth` (`loose`: at the
+        cut any list or object, else an empty one)."""
         r = self.doc.resolve(s, path, base)
-        core = self._of(r.schema, path, r.base, depth, top)
+        core = self._of(r.schema, path, r.base, depth, top, loose)
         return f"null|(?:{core})" if r.nullable and core != "null" else core
 
-    def _of(self, s: dict, path: str, base: str, depth: int, top: bool = False) -> str:
+    def _of(self, s: dict, path: str, base: str, depth: int, top: bool = False, loose: bool = False) -> str:
         """`of` for `s` resolved; `top`: the slot's value itself or a member of its union, whose
         digits are counted as a number slot's (a float's from 15 integer digits on is integral)."""
         if s.get("x-union"):   # each member with what the union's schema says beside it
             members, cut = [], False
             for m in self.doc.members(s):
                 try:
-                    members.append(self.of(m, path, base, depth, top))
+                    members.append(self.of(m, path, base, depth, top, loose))
                 except Unsatisfiable:
                     continue   # a member no value beside the rest satisfies
                 except _Cut:
@@ -111,7 +117,7 @@ class ValueRegex:
             if not members:
                 raise Unsatisfiable(path, f"no member of the {s['x-union']} fits what the schema says beside "
                                           "it: no value is valid; fix the members or the schema around them")
-            return "|".join(f"(?:{m})" for m in members)
+            return "|".join(f"(?:{m})" for m in dict.fromkeys(members))   # once each (loose: any object)
         if "enum" in s:
             return "|".join(literal(json.dumps(v, ensure_ascii=False)) for v in s["enum"])
         t = s.get("type")
@@ -133,7 +139,9 @@ class ValueRegex:
                 content = f"{CHAR}{{{length[0]},{length[1]}}}"   # a short one counted (no slot counter here)
             return f'"(?:{content})"'
         if t is None or depth <= 0 and t not in ("array", "object"):
-            return self.any(max(depth - 1, 0))
+            return self.any(1 if loose else max(depth - 1, 0))
+        if depth <= 0 and loose:
+            return self.any(1, t)
         if depth <= 0:   # the nesting cut: still a list or an object, empty (more compiles for minutes)
             if s.get("minItems", 0) if t == "array" else s.get("required") or s.get("minProperties", 0):
                 raise _Cut   # where it may not be empty, no value: a list item, an optional property left out

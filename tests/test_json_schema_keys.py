@@ -369,6 +369,27 @@ def test_a_too_long_string_or_list_inside_a_whole_value_is_cut_to_its_bound(toy_
     assert finish(decoded(toy_tokenizer, jobs, {"build": ["a", "a-long-word"]})) == {"build": ["a", "a-long-w"]}
 
 
+def test_a_whole_value_too_large_to_lay_out_exactly_keeps_its_own_level_exact():
+    """Past LONGEST characters of exact regex a whole value's slot holds its own level exactly and
+    any list or object of its types inside (an avro schema: a type name, a record or a union;
+    before, any JSON value, and the model wrote a number)."""
+    import re
+
+    from clover_struct.schema_refs import Document
+    from clover_struct.value_regex import LONGEST, ValueRegex
+    record = {"type": "object", "properties": {f"field{i}": {"enum": [f"alpha{i}", f"beta{i}"]} for i in range(80)}}
+    schema = {"anyOf": [{"enum": ["int", "long"]}, {"type": "integer"}, {"anyOf": [record, {"type": "null"}]},
+                        {"$ref": "#/$defs/union"}], "$defs": {"union": {"type": "array", "items": record}}}
+    doc = Document(schema)
+    values, resolved = ValueRegex(doc), doc.resolve(schema, "v").schema
+    assert len(values.of(schema, "v", depth=1)) > LONGEST
+    slot = values.slot(resolved, "v")
+    for text in ('"long"', "12", '{"field0": "beta0", "k": 1}', "null", '["x", 2]', "[]"):
+        assert re.fullmatch(slot, text), text
+    for text in ('"any name"', "1.5", "true"):
+        assert not re.fullmatch(slot, text), text
+
+
 def test_a_key_repeated_in_a_later_key_patterns_entries_is_dropped_there(toy_tokenizer):
     """A map's entries are numbered across its key patterns, so an error names one entry: a
     key written twice among the second pattern's entries drops the second of them (the first
