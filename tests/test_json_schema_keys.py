@@ -145,6 +145,17 @@ def test_a_whole_value_no_ranked_value_mends_falls_back_to_the_emptiest_of_a_typ
     assert value["name"] == "ab"
 
 
+def test_a_value_nothing_mends_is_an_error_that_names_the_field_and_what_to_do(toy_tokenizer):
+    code = {"type": "string", "minLength": 2, "maxLength": 4, "not": {"pattern": "."}}   # no string passes
+    with pytest.raises(ExtractionError, match="make the field nullable or optional, or relax its check") as e:
+        finish(decoded(toy_tokenizer, {"type": "object", "required": ["code"], "properties": {"code": code}},
+                       {"code": "bb"}))
+    assert e.value.path == "code" and "should not be valid" in e.value.reason
+    with pytest.raises(ExtractionError, match="relax the schema"):
+        finish(decoded(toy_tokenizer, code, "bbb"))
+    assert finish(decoded(toy_tokenizer, {"type": "object", "properties": {"code": code}}, {"code": "bb"})) == {}
+
+
 def test_a_pattern_the_layout_could_not_place_narrows_the_search_for_the_next_value(toy_tokenizer):
     """then/else patterns are the final check's: a value breaking one is searched again among the
     values that match it (the slot's automaton times the pattern), greedily where ranks run out."""
