@@ -119,10 +119,9 @@ def finish(d: Decoded) -> Any:
                 if (trial := _mended(narrow or d, i)) is not None:
                     d.ids = trial
                     continue
-                error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes; "
-                                                + ("the text may not state it: make the field nullable or optional, "
-                                                   "or relax its check" if e.path else
-                                                   "the text may hold no such value: relax the schema"))
+                advice = ("the text may not state it: make the field nullable or optional, or relax its check"
+                          if e.path else "the text may hold no such value: relax the schema")
+                error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes; {advice}")
             if i is not None and canvas.model is not None:
                 raise error
             try:   # a check across fields, or a JSON Schema's value: any single change (an optional part left out)
