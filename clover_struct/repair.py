@@ -121,7 +121,8 @@ def finish(d: Decoded) -> Any:
                     continue
                 advice = ("the text may not state it: make the field nullable or optional, or relax its check"
                           if e.path else "the text may hold no such value: relax the schema")
-                error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes; {advice}")
+                error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes; "
+                                                f"{advice}")
             if i is not None and canvas.model is not None:
                 raise error
             try:   # a check across fields, or a JSON Schema's value: any single change (an optional part left out)
