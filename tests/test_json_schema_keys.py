@@ -380,10 +380,10 @@ def test_a_too_long_string_or_list_inside_a_whole_value_is_cut_to_its_bound(toy_
     assert finish(decoded(toy_tokenizer, jobs, {"build": ["a", "a-long-word"]})) == {"build": ["a", "a-long-w"]}
 
 
-def test_a_whole_value_too_large_to_lay_out_exactly_keeps_its_own_level_exact():
-    """Past LONGEST characters of exact regex a whole value's slot holds its own level exactly and
-    any list or object of its types inside (an avro schema: a type name, a record or a union;
-    before, any JSON value, and the model wrote a number)."""
+def test_a_whole_value_too_large_to_lay_out_exactly_keeps_its_types_and_scalars_exact():
+    """Past LONGEST characters of exact regex at every depth, a whole value's slot takes any value of
+    the types its schema allows, its scalars exact (an avro schema: a type name, or any object or
+    list; before, any JSON value, and the model wrote a number)."""
     import re
 
     from clover_struct.schema_refs import Document
@@ -395,7 +395,7 @@ def test_a_whole_value_too_large_to_lay_out_exactly_keeps_its_own_level_exact():
     values, resolved = ValueRegex(doc), doc.resolve(schema, "v").schema
     assert len(values.of(schema, "v", depth=1)) > LONGEST
     slot = values.slot(resolved, "v")
-    for text in ('"long"', "12", '{"field0": "beta0", "k": 1}', "null", '["x", 2]', "[]"):
+    for text in ('"long"', "12", '{"field0": "beta0", "k": {"n": 1}}', "null", '["x", [2]]', "[]"):
         assert re.fullmatch(slot, text), text
     for text in ('"any name"', "1.5", "true"):
         assert not re.fullmatch(slot, text), text
