@@ -75,8 +75,8 @@ class ValueRegex:
                 return exact
         # any value of its types, its scalars exact: no larger than any value's regex but for the scalars,
         # whose digits go uncounted as there (counted, hayson's root took 38 s to compile, not 0.6)
-        shallow = self._of(s, path, base, 0, loose=True)
-        return shallow if len(shallow) <= len(self.any()) + LONGEST else self.any()
+        shallow, anything = self._of(s, path, base, 0, loose=True), self.any()
+        return shallow if len(shallow) <= len(anything) + LONGEST else anything
 
     def told(self, s: dict, path: str, base: str = "") -> tuple[str, ...]:
         """For a oneOf, the regexes of the members whose values a regex holds exactly (scalars: no
