@@ -32,6 +32,7 @@ from pathlib import Path
 from .batch_io import CliError, OutputLock, Sink, count, done_sources, files, records, roots
 from .distributed import decode_batch, outcome
 from .errors import CheckpointError, CloverError, UsageError
+from .schema_refs import read_schema
 
 COMMANDS: dict = {}                    # name -> (function, help, arguments)
 EXIT_CODES = """exit codes:
@@ -68,7 +69,7 @@ def load_spec(spec: str):
         if not path.is_file():
             raise CliError(f"--schema {spec}: no such file; give a JSON Schema file or package.module:Class")
         try:
-            schema = json.loads(path.read_text(encoding="utf-8"))
+            schema = read_schema(path)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise CliError(f"--schema {spec}: not valid JSON ({e}); fix the file") from e
         if not isinstance(schema, dict) or not isinstance(schema.get("properties", {}), dict):

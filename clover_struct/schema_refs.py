@@ -19,9 +19,12 @@ Knows nothing of canvases, tokenizers or models.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urldefrag, urljoin
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
+from urllib.request import url2pathname
 
 from .errors import SchemaError
 
@@ -37,6 +40,17 @@ MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many 
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
+def join_uri(base: str, ref: str) -> str:
+    """`ref` made absolute against `base`, also under a scheme urljoin leaves alone (an `$id` of
+    `urn:example:zone` or `ng-cli://config/schema.json` with `#/definitions/a`)."""
+    scheme = urlparse(base).scheme
+    if not scheme or scheme in uses_relative or urlparse(ref).scheme:
+        return urljoin(base, ref)
+    if ref.startswith("#") or not ref:
+        return urldefrag(base)[0] + ref
+    return scheme + urljoin("http" + base[len(scheme):], ref).removeprefix("http")
+
+
 def metaschema(uri: str) -> dict | None:
     """The JSON Schema meta-schema or vocabulary at `uri` (draft 3 to 2020-12), from the copies the
     `jsonschema` package ships; None for any other address."""
@@ -46,6 +60,51 @@ def metaschema(uri: str) -> dict | None:
         return REGISTRY.contents(uri)
     except LookupError:
         return None
+
+
+def read_schema(path: str | Path):
+    """The JSON Schema file at `path` as one document: every local file its references name,
+    and theirs, embedded under its `$defs` (`definitions` before draft 2019-09), each with the
+    address it was read from as its `$id`. The file's own address is its base URI where it
+    has no absolute `$id` (the standard's retrieval URI); a reference to another address on
+    the site of an absolute `$id` is read from the file at the same place relative to this one
+    (`https://example.org/s/a.json` naming `https://example.org/s/b.json` reads `b.json`
+    beside it), so a set of schemas saved together reads as it was published. Other addresses are left for the layout to refuse. SchemaError for a
+    named file that cannot be read; OSError and ValueError for `path` itself."""
+    path = Path(path).resolve()
+    root = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(root, dict):
+        return root
+    doc = Document(root)
+    sid = doc._id(root)
+    if sid is None or not (sid.startswith("#") or urlparse(sid).scheme):   # none, or relative to the file
+        doc = Document(root := {**root, doc.id: join_uri(path.as_uri(), sid or "")})
+    folder = join_uri(doc.base, ".")   # where the file stands on its site
+    defs = "definitions" if re.search(r"draft-0\d", str(root.get("$schema", ""))) else "$defs"
+    todo = list(doc.refs)
+    while todo:
+        uri = urldefrag(todo.pop())[0]
+        if uri in doc.ids or metaschema(uri) is not None:
+            continue
+        if uri.startswith("file:") and not uri.startswith(ROOT_DIR):
+            file = Path(url2pathname(urlparse(uri).path))
+        elif (site := urlparse(uri)).scheme and site[:2] == urlparse(folder)[:2]:
+            file = path.parent / unquote(posixpath.relpath(site.path, urlparse(folder).path))
+        else:
+            continue
+        try:
+            sub = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise SchemaError("", f"$ref {uri}: {path.name} refers to the file {file}, which cannot be read as "
+                                  f"JSON ({e}); save the referenced schema there") from None
+        if isinstance(sub, dict):   # known by the address it was read from
+            sub = {doc.id: uri, **{k: v for k, v in sub.items() if k != doc.id}}
+        root[defs] = {**(root.get(defs) or {}), uri: sub}
+        known = len(doc.refs)
+        doc._index(sub, uri)
+        doc.ids.setdefault(uri, sub)
+        todo += doc.refs[known:]
+    return root
 
 
 class Unsatisfiable(SchemaError):
@@ -68,8 +127,9 @@ class Document:
         draft = root.get("$schema") if isinstance(root, dict) else None
         # drafts 3 and 4 name a subschema's URI `id` (a `$id` there is an unknown word), later ones `$id`
         self.id = "id" if isinstance(draft, str) and re.search(r"draft-0[34]/", draft) else "$id"
-        self.base = urljoin(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
+        self.base = join_uri(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
         self.ids: dict[str, object] = {}
+        self.refs: list[str] = []     # every reference in the document, absolute
         self.found: dict[tuple[str, str], tuple[object, str, str]] = {}   # lookup's answers
         self._index(root, self.base)
         self.ids.setdefault(urldefrag(self.base)[0], root)
@@ -84,11 +144,12 @@ class Document:
         if sid and sid.startswith("#"):   # drafts 4 to 7: a plain-name fragment
             self.ids.setdefault(f"{urldefrag(base)[0]}{sid}", s)
         elif sid:
-            base = urljoin(base, sid)
+            base = join_uri(base, sid)
             self.ids.setdefault(urldefrag(base)[0], s)
         for anchor in ("$anchor", "$dynamicAnchor"):
             if isinstance(s.get(anchor), str):
                 self.ids.setdefault(f"{urldefrag(base)[0]}#{s[anchor]}", s)
+        self.refs += [join_uri(base, s[key]) for key in REFS if isinstance(s.get(key), str)]
         for key in _SUBSCHEMA_LISTS:
             for sub in s.get(key) if isinstance(s.get(key), list) else []:
                 self._index(sub, base)
@@ -105,7 +166,7 @@ class Document:
         return self.found[ref, base]
 
     def _lookup(self, ref: str, base: str, path: str) -> tuple[object, str, str]:
-        uri = urljoin(base or self.base, ref)
+        uri = join_uri(base or self.base, ref)
         doc, fragment = urldefrag(uri)
         if doc not in self.ids and (meta := metaschema(doc)) is not None:
             self._index(meta, doc)     # a JSON Schema meta-schema: read from the copy jsonschema ships
@@ -113,7 +174,8 @@ class Document:
         if doc not in self.ids:
             raise SchemaError(path, f"$ref {ref} points outside this schema ({doc.removeprefix(ROOT_DIR)}); "
                                     "clover-struct reads no remote schemas: copy the referenced schema under $defs "
-                                    "and refer to it there")
+                                    "and refer to it there, or save it as a file beside a schema given by its path "
+                                    "and refer to it by file name")
         target = self.ids[doc]
         if not fragment:
             return target, doc, uri
@@ -132,7 +194,7 @@ class Document:
                 raise SchemaError(path, f"$ref {ref}: the pointer finds no {part!r} in this schema; "
                                         "check the path (segments are JSON pointer escaped: ~0 for ~, ~1 for /)")
         if self._id(target):
-            doc = urljoin(doc, target[self.id])
+            doc = join_uri(doc, target[self.id])
         return target, doc, uri
 
     def anchored(self, s, base: str):
@@ -143,12 +205,12 @@ class Document:
         if not isinstance(s, dict):
             return s
         if not (sid := self._id(s) or "#").startswith("#"):
-            base = urljoin(base, sid)
+            base = join_uri(base, sid)
         out = {k: v if k in _DATA else self.anchored(v, base) for k, v in s.items()
                if not (k == self.id and isinstance(v, str))}   # no base to move (a key named `id` stays)
         for key in REFS:
             if isinstance(s.get(key), str):
-                out[key] = urljoin(base, s[key])
+                out[key] = join_uri(base, s[key])
         return out
 
     def members(self, s: dict) -> list:
@@ -198,7 +260,7 @@ class Document:
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
             if isinstance(sid := s.get(self.id), str) and not sid.startswith("#") and s is not self.root:
-                out.base = urljoin(out.base, sid)
+                out.base = join_uri(out.base, sid)
             if key := _ref_key(s):
                 here = out.base
                 target, out.base, uri = self.lookup(s[key], out.base, path)

@@ -31,7 +31,7 @@ from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, loosened,
                        number_pattern, plain_width, regular, string_content)
-from .schema_refs import Document, Unsatisfiable, merge
+from .schema_refs import Document, Unsatisfiable, merge, read_schema
 from .value_regex import ValueRegex
 
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
@@ -611,7 +611,7 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     model = schema if isinstance(schema, type) and hasattr(schema, "model_json_schema") else None
     if isinstance(schema, (str, Path)):
         try:
-            schema = json.loads(Path(schema).read_text(encoding="utf-8"))
+            schema = read_schema(schema)
         except (OSError, ValueError) as e:
             raise SchemaError("", f"{schema}: not a readable JSON Schema file ({e})") from None
     if model is None and not isinstance(schema, (dict, bool)):

@@ -233,6 +233,19 @@ def test_schema_prints_the_canvas(model_dir, schema_file, capsys):
     assert capsys.readouterr().out == build_canvas(SCHEMA, model.tokenizer).describe() + "\n"
 
 
+def test_a_schema_file_brings_the_files_it_refers_to(tmp_path, model_dir, capsys):
+    """The schema's `kind` lives in a file beside it: the canvas is the one-file schema's."""
+    (tmp_path / "kinds.json").write_text(json.dumps({"$defs": {"kind": SCHEMA["properties"]["kind"]}}))
+    split = {**SCHEMA, "properties": {**SCHEMA["properties"], "kind": {"$ref": "kinds.json#/$defs/kind"}}}
+    (tmp_path / "zone.json").write_text(json.dumps(split))
+    assert run("schema", tmp_path / "zone.json", "--model", model_dir) == 0
+    model = cli.load_model(model_dir)
+    assert capsys.readouterr().out == build_canvas(SCHEMA, model.tokenizer).describe() + "\n"
+    (tmp_path / "kinds.json").unlink()
+    assert run("schema", tmp_path / "zone.json", "--model", model_dir) == 2
+    assert "zone.json refers to the file" in capsys.readouterr().err
+
+
 def test_the_progress_bar_advances_per_record_on_a_tty_and_is_one_summary_line_otherwise(
         tmp_path, model_dir, schema_file, monkeypatch, capsys):
     feed = tmp_path / "f.jsonl"

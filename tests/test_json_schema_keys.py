@@ -195,6 +195,62 @@ def test_our_member_merged_into_a_property_of_another_documents_keeps_its_refere
     assert any(s.path.startswith("payload") for s in build_canvas(schema, toy_tokenizer).slots)
 
 
+def write(path: Path, schema) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(schema))
+    return path
+
+
+def test_a_schema_file_reads_the_files_its_references_name_beside_it(toy_tokenizer, tmp_path):
+    """A schema given by its path refers to other files by relative path, and they to theirs;
+    each is laid out where it is referred to and checked by the final check as written."""
+    write(tmp_path / "common" / "units.json", {"$defs": {"unit": {"enum": ["FT", "M"]}}})
+    write(tmp_path / "common" / "limit.json", {"type": "object", "required": ["value", "unit"],
+                                               "properties": {"value": {"type": "integer", "maximum": 99},
+                                                              "unit": {"$ref": "units.json#/$defs/unit"}}})
+    path = write(tmp_path / "zone.json", {"type": "object", "required": ["ceiling"],
+                                          "properties": {"ceiling": {"$ref": "common/limit.json"}}})
+    c = build_canvas(path, toy_tokenizer)
+    assert [s.path for s in c.slots] == ["ceiling.value", "ceiling.unit"]
+    assert c.parse(c.fill({"ceiling": {"value": 40, "unit": "M"}})) == {"ceiling": {"value": 40, "unit": "M"}}
+    with pytest.raises(ExtractionError, match="ceiling.value"):
+        c.validate(c.fill({"ceiling": {"value": 400, "unit": "M"}}))
+
+
+def test_a_published_schema_set_saved_together_reads_its_references_from_the_files(toy_tokenizer, tmp_path):
+    """References to addresses beside the schema's $id are read from the files beside it (as the
+    JSON Schema Store's base.json, saved next to a schema that uses it); other addresses, and
+    a dict with no file to stand beside, are refused, saying what to do."""
+    site = "https://schemas.example.org/"
+    write(tmp_path / "base.json", {"$id": f"{site}base.json", "definitions": {"name": {"type": "string",
+                                                                                     "not": {"const": "root"}}}})
+    tool = {"$schema": "http://json-schema.org/draft-07/schema#", "$id": f"{site}tool.json", "type": "object",
+            "required": ["name"], "properties": {"name": {"$ref": f"{site}base.json#/definitions/name"}}}
+    c = build_canvas(write(tmp_path / "tool.json", tool), toy_tokenizer)
+    assert [s.path for s in c.slots] == ["name"]
+    with pytest.raises(ExtractionError, match="name"):   # the final check finds base.json too
+        c.validate(c.fill({"name": "root"}))
+    with pytest.raises(SchemaError, match="outside this schema.*save it as a file beside"):
+        build_canvas(tool, toy_tokenizer)
+    with pytest.raises(SchemaError, match="outside this schema"):
+        build_canvas(write(tmp_path / "elsewhere.json", {**tool, "$id": "https://other.example.org/t.json"}),
+                     toy_tokenizer)
+    with pytest.raises(SchemaError, match=r"\$ref .*gone.json: tool.json refers to the file .*gone.json, which "
+                                          "cannot be read"):
+        build_canvas(write(tmp_path / "tool.json", {**tool, "properties": {"name": {"$ref": "gone.json"}}}),
+                     toy_tokenizer)
+
+
+@pytest.mark.parametrize("sid", ["urn:example:zone", "ng-cli://config/zone.json"])
+def test_references_resolve_under_an_id_of_any_scheme(toy_tokenizer, sid):
+    """urljoin leaves `#...` alone against `urn:` or an unknown scheme; the references still
+    lead into the document."""
+    schema = {"$id": sid, "$defs": {"kind": {"enum": ["circle", "polygon"]}}, "type": "object",
+              "required": ["kind"], "properties": {"kind": {"$ref": "#/$defs/kind"}}}
+    c = build_canvas(schema, toy_tokenizer)
+    assert c.parse(c.fill({"kind": "polygon"})) == {"kind": "polygon"}
+
+
 def test_a_key_pattern_with_a_look_ahead_is_laid_out_loosened_and_checked_whole(toy_tokenizer):
     """No automaton holds `(?!...)`: the entries' keys follow the pattern without it, and a key it
     rules out fails the final check (where the repair drops its entry)."""
