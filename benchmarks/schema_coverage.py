@@ -9,14 +9,17 @@ of JSON Schema's keywords (a data file), or a schema its own draft's metaschema 
 skipped and counted under its reason; a schema object or a boolean schema is run.
 
 Each schema is run in a worker process that loaded the model once (`--model DIR`, default the
-embedded clover-mini): the canvas is built (layout), its automata compiled, and, unless
---layout-only, `clover_struct.extract(TEXT, schema)` runs and its instance is validated. The
+embedded clover-mini): the file is read as `extract` reads a schema path (with the local
+files its references name, schema_refs.read_schema), the canvas is built (layout), its
+automata compiled, and, unless --layout-only, `clover_struct.extract(TEXT, schema)` runs and
+its instance is validated. The
 parent waits at most --timeout seconds per schema; a worker past it is killed (and a fresh one
 started for the next schema), so nothing can hang the run. Outcomes:
 
   valid             an instance came back and jsonschema validates it against the ORIGINAL
-                    schema, with the validator of its `$schema` (2020-12 when there is none)
-                    and format checking on (`format_checker`: the draft's FormatChecker)
+                    schema (and the files it names), with the validator of its `$schema`
+                    (2020-12 when there is none) and format checking on (`format_checker`:
+                    the draft's FormatChecker)
   invalid           an instance came back but the validator rejects it: a silent failure,
                     the worst class (the validator's message is printed)
   refused           SchemaError (grouped by the first words of the reason)
@@ -205,6 +208,7 @@ def _worker(conn, model_dir, layout_only, text, threads):
             torch.set_num_threads(threads)
         from clover_struct import ExtractionError, SchemaError, extract, load_model
         from clover_struct.constraints import compile_canvas
+        from clover_struct.schema_refs import read_schema as one_document
         from clover_struct.schema_walk import build_canvas
 
         t = time.perf_counter()
@@ -220,6 +224,7 @@ def _worker(conn, model_dir, layout_only, text, threads):
             return
         times, start = {}, time.perf_counter()
         try:
+            job = one_document(job)   # the file with the local files its references name
             canvas = build_canvas(job, tok, mask_id=cfg.mask_token_id, pad_id=cfg.pad_token_id,
                                   context=cfg.max_position_embeddings, vocab_size=cfg.vocab_size)
             times["layout"] = time.perf_counter() - start
@@ -272,11 +277,11 @@ class Worker:
         self.load_seconds.append(detail)
         self.source = source
 
-    def run(self, schema, timeout: float):
-        """(class, message, times, instance) for one schema; "timeout" or "crash" if the worker did not answer."""
+    def run(self, path: Path, timeout: float):
+        """(class, message, times, instance) for one schema file; "timeout" or "crash" if the worker did not answer."""
         if self.proc is None or not self.proc.is_alive():
             self.start()
-        self.conn.send(schema)
+        self.conn.send(path)
         if not self.conn.poll(timeout):
             self.stop()
             return "timeout", f"no answer within {timeout:g} s", {}, None
@@ -343,13 +348,13 @@ def run(args) -> dict:
     try:
         for path in files:
             rel = str(path.relative_to(root)) if root.is_dir() else path.name
-            schema, why = read_schema(path)
+            why = read_schema(path)[1]
             if why:
                 skipped[why] += 1
                 if args.json:
                     print(json.dumps({"file": rel, "skipped": why}), flush=True)
                 continue
-            cls, message, times, value = worker.run(schema, args.timeout)
+            cls, message, times, value = worker.run(path, args.timeout)
             rec = {"file": rel, "class": cls, "message": message,
                    "times": {k: round(v, 4) for k, v in times.items()}}
             if args.show_values and value is not None:

@@ -217,6 +217,8 @@ def test_coverage_full_run_classifies_and_skips_with_reasons(tmp_path):
          "required": ["name", "n"]}))
     (tmp_path / "nested" / "remote.json").write_text(json.dumps(
         {"type": "object", "properties": {"a": {"$ref": "https://schemas.clover.invalid/a.json"}}, "required": ["a"]}))
+    (tmp_path / "nested" / "sibling.json").write_text(json.dumps(   # read with the file it names
+        {"type": "object", "properties": {"name": {"$ref": "../plain.json#/properties/name"}}, "required": ["name"]}))
     (tmp_path / "broken.json").write_text("{not json")
     (tmp_path / "cases.json").write_text(json.dumps([{"description": "a test-case file", "schema": {}, "tests": []}]))
     (tmp_path / "data.json").write_text(json.dumps({"name": "a data file", "version": 3}))
@@ -225,14 +227,15 @@ def test_coverage_full_run_classifies_and_skips_with_reasons(tmp_path):
     lines = run_script(tmp_path, "--json", "--timeout", "120", "--text", "Alice Brown, 42 items.")
     records = [json.loads(line) for line in lines]
     summary = records[-1]
-    assert summary["files"] == 6 and summary["schemas"] == 2
-    assert sum(summary["classes"].values()) == 2 and set(summary["classes"]) == set(coverage.CLASSES)
+    assert summary["files"] == 7 and summary["schemas"] == 3
+    assert sum(summary["classes"].values()) == 3 and set(summary["classes"]) == set(coverage.CLASSES)
     assert summary["skipped"] == {"not JSON": 1, "a JSON array, not a schema (a test-case file?)": 1,
                                   "an object with no JSON Schema keyword (a data file?)": 1,
                                   "rejected by its draft's metaschema (SchemaError)": 1}
     by_file = {r["file"]: r for r in records[:-1]}
     assert by_file["nested/remote.json"]["class"] == "refused"   # a remote $ref: refused today and tomorrow
     assert by_file["plain.json"]["class"] in coverage.CLASSES
+    assert by_file["nested/sibling.json"]["class"] in set(coverage.CLASSES) - {"refused"}
     assert "skipped" in by_file["broken.json"]
     assert summary["times"]["layout"]["n"] >= 1
 
