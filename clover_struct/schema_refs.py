@@ -97,6 +97,8 @@ def read_schema(path: str | Path):
         except (OSError, ValueError) as e:
             raise SchemaError("", f"$ref {uri}: {path.name} refers to the file {file}, which cannot be read as "
                                   f"JSON ({e}); save the referenced schema there") from None
+        if isinstance(sub, bool):   # (a boolean schema holds no $id)
+            sub = {"allOf": [sub]}
         if isinstance(sub, dict):   # known by the address it was read from
             sub = {doc.id: uri, **{k: v for k, v in sub.items() if k != doc.id}}
         root[defs] = {**(root.get(defs) or {}), uri: sub}

@@ -208,8 +208,10 @@ def test_a_schema_file_reads_the_files_its_references_name_beside_it(toy_tokeniz
     write(tmp_path / "common" / "limit.json", {"type": "object", "required": ["value", "unit"],
                                                "properties": {"value": {"type": "integer", "maximum": 99},
                                                               "unit": {"$ref": "units.json#/$defs/unit"}}})
+    write(tmp_path / "never.json", False)   # a boolean schema: no value, so its optional key is left out
     path = write(tmp_path / "zone.json", {"type": "object", "required": ["ceiling"],
-                                          "properties": {"ceiling": {"$ref": "common/limit.json"}}})
+                                          "properties": {"ceiling": {"$ref": "common/limit.json"},
+                                                         "note": {"$ref": "never.json"}}})
     c = build_canvas(path, toy_tokenizer)
     assert [s.path for s in c.slots] == ["ceiling.value", "ceiling.unit"]
     assert c.parse(c.fill({"ceiling": {"value": 40, "unit": "M"}})) == {"ceiling": {"value": 40, "unit": "M"}}
