@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
-from urllib.request import url2pathname
 
 from .errors import SchemaError
 
@@ -65,12 +64,13 @@ def metaschema(uri: str) -> dict | None:
 def read_schema(path: str | Path):
     """The JSON Schema file at `path` as one document: every local file its references name,
     and theirs, embedded under its `$defs` (`definitions` before draft 2019-09), each with the
-    address it was read from as its `$id`. The file's own address is its base URI where it
-    has no absolute `$id` (the standard's retrieval URI); a reference to another address on
-    the site of an absolute `$id` is read from the file at the same place relative to this one
-    (`https://example.org/s/a.json` naming `https://example.org/s/b.json` reads `b.json`
-    beside it), so a set of schemas saved together reads as it was published. Other addresses are left for the layout to refuse. SchemaError for a
-    named file that cannot be read; OSError and ValueError for `path` itself."""
+    address it was read from as its `$id`. The file's base URI is its own address where it has
+    no absolute `$id` (the standard's retrieval URI). A reference to another address on the
+    same site (scheme and host, http and https alike) is read from the file at the same place
+    relative to this one: with an `$id` of `https://example.org/s/a.json`,
+    `https://example.org/s/b.json` is `b.json` beside it, so a set of schemas saved together
+    reads as it was published. Other addresses are left for the layout to refuse. SchemaError
+    for a named file that cannot be read; OSError and ValueError for `path` itself."""
     path = Path(path).resolve()
     root = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(root, dict):
@@ -79,19 +79,17 @@ def read_schema(path: str | Path):
     sid = doc._id(root)
     if sid is None or not (sid.startswith("#") or urlparse(sid).scheme):   # none, or relative to the file
         doc = Document(root := {**root, doc.id: join_uri(path.as_uri(), sid or "")})
-    folder = join_uri(doc.base, ".")   # where the file stands on its site
+    home = urlparse(join_uri(doc.base, "."))   # where the file stands on its site
     defs = "definitions" if re.search(r"draft-0\d", str(root.get("$schema", ""))) else "$defs"
     todo = list(doc.refs)
     while todo:
         uri = urldefrag(todo.pop())[0]
         if uri in doc.ids or metaschema(uri) is not None:
             continue
-        if uri.startswith("file:") and not uri.startswith(ROOT_DIR):
-            file = Path(url2pathname(urlparse(uri).path))
-        elif (site := urlparse(uri)).scheme and site[:2] == urlparse(folder)[:2]:
-            file = path.parent / unquote(posixpath.relpath(site.path, urlparse(folder).path))
-        else:
+        at = urlparse(uri)
+        if not at.scheme or _site(at) != _site(home) or uri.startswith(ROOT_DIR):
             continue
+        file = path.parent / unquote(posixpath.relpath(at.path, home.path))
         try:
             sub = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
@@ -107,6 +105,11 @@ def read_schema(path: str | Path):
         doc.ids.setdefault(uri, sub)
         todo += doc.refs[known:]
     return root
+
+
+def _site(address) -> tuple[str, str]:
+    """A parsed address's scheme and host, http and https alike (schemas name one for the other)."""
+    return address.scheme.replace("https", "http"), address.netloc
 
 
 class Unsatisfiable(SchemaError):
