@@ -12,7 +12,8 @@ The merge is the layout's guide, not the law: every output is validated against 
 original schema at the end (api.py), so a keyword the merge cannot express is enforced
 there. What no value can satisfy (`false`, contradictory types, bounds or enums) and what
 lies outside the document (remote references, but for the JSON Schema meta-schemas, which
-the `jsonschema` package ships) is refused with a SchemaError.
+the `jsonschema` package ships) is refused with a SchemaError. `read_schema` makes a schema
+file one document with the local files its references name.
 Knows nothing of canvases, tokenizers or models.
 """
 
