@@ -441,7 +441,8 @@ OPTIONS = [name for name, p in inspect.signature(extract_many).parameters.items(
 def extract(text: str, schema, *, model=None, trace: bool = False, known: dict | None = None, **options):
     """One text in, one valid instance of `schema` out (or ExtractionError naming the field).
 
-    trace=True returns (value, trace) with forward passes, tokens committed, per-field
+    `schema`: a pydantic model class, a JSON Schema dict, or the path of a JSON Schema file
+    (read with the local files its references name). trace=True returns (value, trace) with forward passes, tokens committed, per-field
     confidence, the step at which each field settled and, per verbatim field, where in `text`
     its piece stands (`trace.spans[path]`: start and end characters). known={"path": value} fixes
     those fields; the rest is decoded conditioned on them. `options` are extract_many's
