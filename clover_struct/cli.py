@@ -70,7 +70,7 @@ def load_spec(spec: str):
             raise CliError(f"--schema {spec}: no such file; give a JSON Schema file or package.module:Class")
         try:
             schema = read_schema(path)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except ValueError as e:   # not JSON, not UTF-8, nested too deep
             raise CliError(f"--schema {spec}: not valid JSON ({e}); fix the file") from e
         if not isinstance(schema, dict) or not isinstance(schema.get("properties", {}), dict):
             raise CliError(f"--schema {spec}: not a JSON Schema object (expected {{\"type\": \"object\", "

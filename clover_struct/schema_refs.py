@@ -40,6 +40,25 @@ MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many 
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
+MAX_NESTING = 128   # JSON levels a schema may nest: jsonschema's check of a schema recurses a few frames a level
+
+
+def nesting(value) -> int:
+    """How many levels of lists and objects `value` nests (a scalar: 0), walked without recursion."""
+    depth, level = 0, [value]
+    while containers := [x for x in level if isinstance(x, (dict, list))]:
+        depth += 1
+        level = [v for x in containers for v in (x.values() if isinstance(x, dict) else x)]
+    return depth
+
+
+def check_nesting(schema) -> None:
+    """SchemaError for a schema that nests past MAX_NESTING levels."""
+    if (depth := nesting(schema)) > MAX_NESTING:
+        raise SchemaError("", f"the schema nests {depth} levels of objects and lists deep; clover-struct reads at "
+                              f"most {MAX_NESTING}: flatten it (move inner parts under $defs and refer to them)")
+
+
 def join_uri(base: str, ref: str) -> str:
     """`ref` made absolute against `base`, also under a scheme urljoin leaves alone (an `$id` of
     `urn:example:zone` or `ng-cli://config/schema.json` with `#/definitions/a`)."""
@@ -73,7 +92,7 @@ def read_schema(path: str | Path):
     reads as it was published. Other addresses are left for the layout to refuse. SchemaError
     for a named file that cannot be read; OSError and ValueError for `path` itself."""
     path = Path(path).resolve()
-    root = json.loads(path.read_text(encoding="utf-8"))
+    root = _read_json(path)
     if not isinstance(root, dict):
         return root
     doc = Document(root)
@@ -92,7 +111,7 @@ def read_schema(path: str | Path):
             continue
         file = path.parent / unquote(posixpath.relpath(at.path, home.path))
         try:
-            sub = json.loads(file.read_text(encoding="utf-8"))
+            sub = _read_json(file)
         except (OSError, ValueError) as e:
             raise SchemaError("", f"$ref {uri}: {path.name} refers to the file {file}, which cannot be read as "
                                   f"JSON ({e}); save the referenced schema there") from None
@@ -106,6 +125,14 @@ def read_schema(path: str | Path):
         doc.ids.setdefault(uri, sub)
         todo += doc.refs[known:]
     return root
+
+
+def _read_json(path: Path):
+    """The JSON value in the file at `path` (ValueError where it is none)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise ValueError("it nests lists and objects deeper than a JSON reader goes; flatten it") from None
 
 
 def _site(address) -> tuple[str, str]:

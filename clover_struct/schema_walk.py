@@ -31,7 +31,7 @@ from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, loosened,
                        number_pattern, plain_width, regular, string_content)
-from .schema_refs import Document, Unsatisfiable, merge, read_schema
+from .schema_refs import Document, Unsatisfiable, check_nesting, merge, read_schema
 from .value_regex import ValueRegex
 
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
@@ -616,6 +616,8 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
             raise SchemaError("", f"{schema}: not a readable JSON Schema file ({e})") from None
     if model is None and not isinstance(schema, (dict, bool)):
         raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema")
+    if model is None:
+        check_nesting(schema)
     if room is None and context is not None:
         room = context * 3 // 4
     cache = _CACHE.setdefault(tokenizer, {})

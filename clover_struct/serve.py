@@ -250,6 +250,9 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             asked = parse_request(json.loads(body), served)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ApiError(400, f"the body is not valid JSON ({e}); send a chat completion request") from None
+        except RecursionError:
+            raise ApiError(400, "the body nests lists and objects deeper than a JSON reader goes; flatten the "
+                                "schema") from None
         if pending[0] >= max_pending:
             raise ApiError(503, f"the server is busy: {pending[0]} requests in flight (--max-pending); retry "
                                 "later", type="server_busy", code="overloaded")

@@ -244,6 +244,24 @@ def test_a_published_schema_set_saved_together_reads_its_references_from_the_fil
                      toy_tokenizer)
 
 
+def test_a_schema_nested_past_what_can_be_read_is_refused_saying_so(toy_tokenizer, tmp_path):
+    """Nesting deeper than jsonschema's own check of a schema recurses (about 100 objects deep) or
+    than a JSON reader goes is refused, not a RecursionError; the same chain through $defs lays out."""
+    deep = {"type": "string", "maxLength": 3}
+    for _ in range(100):
+        deep = {"type": "object", "properties": {"a": deep}, "required": ["a"]}
+    with pytest.raises(SchemaError, match="nests 201 levels of objects and lists deep; clover-struct reads at most"):
+        build_canvas(deep, toy_tokenizer)
+    defs = {f"d{i}": {"type": "object", "properties": {"a": {"$ref": f"#/$defs/d{i + 1}"}}, "required": ["a"]}
+            for i in range(100)}
+    flat = build_canvas({"$defs": {**defs, "d100": {"type": "string", "maxLength": 3}}, "$ref": "#/$defs/d0"},
+                        toy_tokenizer)
+    assert [s.path for s in flat.slots] == [".".join(["a"] * 100)]
+    with pytest.raises(SchemaError, match="deeper than a JSON reader goes"):
+        (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+        build_canvas(tmp_path / "deep.json", toy_tokenizer)
+
+
 @pytest.mark.parametrize("sid", ["urn:example:zone", "ng-cli://config/zone.json"])
 def test_references_resolve_under_an_id_of_any_scheme(toy_tokenizer, sid):
     """urljoin leaves `#...` alone against `urn:` or an unknown scheme; the references still

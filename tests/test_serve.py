@@ -124,6 +124,8 @@ def test_malformed_requests_get_openai_error_objects(url):
         return reply.status_code, error
 
     assert post("{not json")[0] == 400
+    status, error = post("[" * 100_000 + "]" * 100_000)
+    assert status == 400 and "deeper than a JSON reader goes" in error["message"]
     assert post(json.dumps({"messages": "hi", "response_format": fmt(CONTACT)}))[1]["param"] == "messages"
     assert post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), "n": 2}))[1]["param"] == "n"
     for bad, param in (({"temperature": -1}, "temperature"), ({"max_tokens": 0}, "max_tokens"), ({"seed": "a"}, "seed")):
