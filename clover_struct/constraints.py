@@ -122,10 +122,23 @@ class _Tables:
             k = self.starts[self.flag[q], toks] if w > 1 else np.zeros(len(toks), np.int64)
             t, k = np.unique(np.stack([self.table[q, toks], k]), axis=1)
             moves.append((t[:, None], k[:, None] + np.arange(w)))
+        # sweep the states in the order a search back from the final ones meets them: a chain's
+        # distances then settle in one sweep (in number order, a 5,000-state chain took 5,000)
+        order, before = list(np.flatnonzero(self.final.any(axis=1))), [[] for _ in moves]
+        for q, (t, _) in enumerate(moves):
+            for target in np.unique(t):
+                before[target].append(q)
+        seen = set(order)
+        for q in order:    # (order grows as it is walked)
+            for p in before[q]:
+                if p not in seen:
+                    seen.add(p)
+                    order.append(p)
         changed = True
-        while changed:     # at most (longest distance + 1) sweeps
+        while changed:     # until nothing changes: the same distances in any order
             changed = False
-            for q, (t, c2) in enumerate(moves):
+            for q in order:
+                t, c2 = moves[q]
                 if len(t):
                     c2 = np.minimum(c2, w - (self.hi is None))
                     best = dist[t, c2].min(axis=0) + 1

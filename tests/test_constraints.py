@@ -458,3 +458,46 @@ def test_the_look_ahead_answers_on_a_text_with_no_piece_of_the_pattern(toy_token
     assert all(code.viable(free, t, left) for t in code.allowed(free, left + 1).tolist())
     ids = random_fill(canvas, autos, random.Random(0))
     assert re.fullmatch(r"[A-Z]{2}[0-9]{1,3}", canvas.validate(ids).code)
+
+
+def bfs_distances(tables) -> np.ndarray:
+    """Fewest tokens from each (state, characters written) to a final one, by a plain search back
+    from the final pairs over every token's move: the reference `_Tables.dist` must equal."""
+    n, w = len(tables.table), tables.width
+    far = np.iinfo(np.int64).max
+    back: dict = {}
+    for q in range(n):
+        for c in range(w):
+            targets, columns = tables.step(q, c, tables.toks[q])
+            for t, c2 in zip(targets.tolist(), np.broadcast_to(columns, targets.shape).tolist()):
+                back.setdefault((t, c2), []).append((q, c))
+    dist = np.full((n, w), far)
+    todo = [(q, c) for q in range(n) for c in range(w) if tables.final[q, c]]
+    for q, c in todo:
+        dist[q, c] = 0
+    for q, c in todo:   # (todo grows as it is walked: breadth first)
+        for p in back.get((q, c), []):
+            if dist[p] == far:
+                dist[p] = dist[q, c] + 1
+                todo.append(p)
+    return dist
+
+
+@pytest.mark.parametrize("field", [{"pattern": "^a{60}$"}, {"pattern": "^(ab|c)*d{3}(e|f){2}$"},
+                                   {"pattern": "^[A-Z]{2}[0-9]{1,3}$", "minLength": 3, "maxLength": 4},
+                                   {"maxLength": 7}, {"format": "date"}])
+def test_slot_distances_equal_a_plain_search_back_from_the_final_states(toy_tokenizer, field):
+    """The distances every mask is cut by, swept in the order a search back meets the states
+    (naive: in state order, a chain of N states took N sweeps), against breadth-first search."""
+    from clover_struct.constraints import _FAR, _tables
+
+    canvas = build_canvas({"type": "object", "required": ["v"], "properties": {"v": {"type": "string", **field}}},
+                          toy_tokenizer)
+    tables = _tables(canvas.slots[0], toy_tokenizer, toy_tokenizer.vocab_size, toy_tokenizer.pad_id,
+                     toy_tokenizer.mask_id)
+    fast, slow = tables.dist[:, :tables.width], bfs_distances(tables)
+    finite = fast < _FAR
+    print(f"{field}: {len(tables.table)} states x {tables.width} columns, largest difference "
+          f"{int(abs(fast[finite] - slow[finite]).max(initial=0))}")
+    assert (finite == (slow < np.iinfo(np.int64).max)).all()
+    assert (fast[finite] == slow[finite]).all()
