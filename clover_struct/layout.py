@@ -245,10 +245,18 @@ class Canvas:
         return list(zip(cuts, cuts[1:] + [len(self.ids)]))
 
     def check_fits(self, context: int) -> None:
-        """SchemaError unless the canvas fits in `context` tokens."""
-        if len(self.ids) > context:
-            raise SchemaError("", f"the canvas needs {len(self.ids)} tokens but only {context} fit; "
-                                  "lower max_length of lists or max_tokens of fields")
+        """SchemaError unless the canvas fits in `context` tokens, naming the top-level field whose
+        slots take the most."""
+        if len(self.ids) <= context:
+            return
+        taken: dict[str, int] = {}
+        for s in self.slots:
+            top = re.split(r"[.\[<{:]", s.path, maxsplit=1)[0]
+            taken[top] = taken.get(top, 0) + s.end - s.start
+        field = max(taken, key=taken.get, default="")
+        raise SchemaError(field, f"the canvas needs {len(self.ids)} tokens but only {context} fit, "
+                                 f"{taken.get(field, 0)} of them this field's; lower max_length of its lists "
+                                 "or max_tokens of its fields, or leave some of it out")
 
     def is_empty(self, ids, slot: int) -> bool:
         s = self.slots[slot]

@@ -313,8 +313,11 @@ def test_canvases_are_cached_and_checked_against_the_context(toy_tokenizer):
     assert build_canvas(Flat, toy_tokenizer) is build_canvas(Flat, toy_tokenizer)
     need = len(build_canvas(Flat, toy_tokenizer))
     assert build_canvas(Flat, toy_tokenizer, context=need)
-    with pytest.raises(SchemaError, match=f"needs {need} tokens but only 50 fit"):
+    with pytest.raises(SchemaError, match=f"needs {need} tokens but only 50 fit") as e:
         build_canvas(Flat, toy_tokenizer, context=50)
+    slots = build_canvas(Flat, toy_tokenizer).slots
+    largest = max(slots, key=lambda s: s.end - s.start)
+    assert e.value.path == largest.path and f"{largest.end - largest.start} of them this field's" in e.value.message
 
 
 class Node(BaseModel):
