@@ -442,11 +442,12 @@ def extract(text: str, schema, *, model=None, trace: bool = False, known: dict |
     """One text in, one valid instance of `schema` out (or ExtractionError naming the field).
 
     `schema`: a pydantic model class, a JSON Schema dict, or the path of a JSON Schema file
-    (read with the local files its references name). trace=True returns (value, trace) with forward passes, tokens committed, per-field
-    confidence, the step at which each field settled and, per verbatim field, where in `text`
-    its piece stands (`trace.spans[path]`: start and end characters). known={"path": value} fixes
-    those fields; the rest is decoded conditioned on them. `options` are extract_many's
-    (threshold, temperature, seed, max_tokens, truncate, schedule, use_cache).
+    (read with the local files its references name). trace=True returns (value, trace) with
+    forward passes, tokens committed, per-field confidence, the step at which each field
+    settled and, per verbatim field, where in `text` its piece stands (`trace.spans[path]`:
+    start and end characters). known={"path": value} fixes those fields; the rest is decoded
+    conditioned on them. `options` are extract_many's (threshold, temperature, seed,
+    max_tokens, truncate, schedule, use_cache).
     """
     for name in options:
         if name not in OPTIONS:
