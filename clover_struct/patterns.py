@@ -240,6 +240,55 @@ def loosened(pattern: str) -> str:
 
 
 _COUNTED = re.compile(r"\{(\d+),(\d+)\}")
+_CATEGORIES = {_sre.CATEGORY_DIGIT: r"\d", _sre.CATEGORY_NOT_DIGIT: r"\D", _sre.CATEGORY_SPACE: r"\s",
+               _sre.CATEGORY_NOT_SPACE: r"\S", _sre.CATEGORY_WORD: r"\w", _sre.CATEGORY_NOT_WORD: r"\W"}
+
+
+def delimited(pattern: str) -> bool:
+    """Whether the anchored `pattern` has one character class (`[...]`, `.`, `\\w`), each time the
+    whole of a repeat, and no character it writes as itself is one the class takes, as in
+    winget's `^[^.]{1,32}(\\.[^.]{1,32}){1,3}$`: the literals then cut a text into its runs
+    in one way only, and an automaton counts a run in as many states as its count. (Where a run
+    may start at several places, as in `[a-z][a-z0-9_]{0,63}` or `[ab]{0,30}a[ab]{30}`, it needs
+    states exponentially many.)"""
+    if not (pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$")):
+        return False
+    try:
+        tree = _sre.parse(pattern)
+    except re.error:
+        return False
+    classes, literals = [], []
+
+    def walk(items, alone: bool = False) -> bool:
+        for op, av in items:
+            if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
+                ok = walk(av[2], alone=len(av[2]) == 1)
+            elif op is _sre.SUBPATTERN:
+                ok = walk(av[-1])
+            elif op is _sre.BRANCH:
+                ok = all(walk(b) for b in av[1])
+            elif op is _sre.LITERAL:
+                ok = not literals.append(chr(av))
+            elif op in (_sre.IN, _sre.ANY, _sre.NOT_LITERAL):
+                ok = alone and not classes.append((op, av))
+            else:
+                ok = op is _sre.AT
+            if not ok:
+                return False
+        return True
+    return walk(tree) and all(item == classes[0] for item in classes) and \
+        not any(_takes(op, av, c) for op, av in classes[:1] for c in literals)
+
+
+def _takes(op, av, c: str) -> bool:
+    """Whether the parsed class item (op, av) matches the character `c`."""
+    if op is _sre.IN:
+        negate = bool(av) and av[0][0] is _sre.NEGATE
+        return any(_takes(o, a, c) for o, a in av[negate:]) != negate
+    if op is _sre.CATEGORY:
+        return re.fullmatch(_CATEGORIES.get(av, "[^\\s\\S]"), c) is not None   # (an unknown one: none)
+    return {_sre.ANY: c != "\n", _sre.LITERAL: ord(c) == av, _sre.NOT_LITERAL: ord(c) != av,
+            _sre.RANGE: op is _sre.RANGE and av[0] <= ord(c) <= av[1]}.get(op, True)
 
 
 def content_pattern(pattern: str, path: str) -> str:
@@ -253,10 +302,12 @@ def content_pattern(pattern: str, path: str) -> str:
     A counted repeat wider than WIDE_REPEAT (`[a-z][a-z0-9_]{0,63}`) is written `{m,}`:
     outlines-core's index takes time exponential in the width of such a repeat after an
     overlapping class (minutes at 63). The slot's character counter then bounds a plain
-    pattern's length (string_content), and the final check (validation.py) the rest.
+    pattern's length (string_content), and the final check (validation.py) the rest. In a
+    pattern whose literals cut its runs apart (`delimited`) the counts are kept.
     """
     head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
     p, out, i = pattern[head:len(pattern) - tail], [], 0
+    wide = WIDE_REPEAT if not delimited(pattern) else _sre.MAXREPEAT
     while i < len(p):
         c, e, j = p[i], p[i + 1:i + 2], i + 2
         if c == "\\" and e == "d":  # ASCII digits: outlines-core's \d takes any Unicode digit
@@ -266,7 +317,7 @@ def content_pattern(pattern: str, path: str) -> str:
             out.append(_atom(p[i:j], p[i:j]))
         elif c == "\\":
             out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\"}.get(e, p[i:j]))
-        elif c == "{" and (m := _COUNTED.match(p, i)) and int(m[2]) - int(m[1]) > WIDE_REPEAT:
+        elif c == "{" and (m := _COUNTED.match(p, i)) and int(m[2]) - int(m[1]) > wide:
             out.append(f"{{{m[1]},}}")
             j = m.end()
         elif c == "[":

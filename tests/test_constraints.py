@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from clover_struct.constraints import DEAD, ChoiceSet, SlotAutomaton, compile_canvas, slot_value
 from clover_struct.errors import ExtractionError, SchemaError
-from clover_struct.patterns import loosened, regular
+from clover_struct.patterns import delimited, loosened, regular
 from clover_struct.schema_walk import build_canvas
 
 
@@ -153,6 +153,25 @@ def test_a_pattern_no_automaton_holds_is_loosened_for_it_and_checked_whole(toy_t
     schema = {"type": "object", "required": ["v"], "properties": {"v": {"type": "string", "pattern": pattern}}}
     c = build_canvas(schema, toy_tokenizer)
     assert [(k.op, k.bound) for k in c.slots[0].checks] == ([("pattern", pattern)] if pattern != loose else [])
+
+
+@pytest.mark.parametrize("pattern, kept", [
+    (r"^[^.\s]{1,32}(\.[^.\s]{1,32}){1,3}$", True),   # winget's identifiers: the dots cut the runs apart
+    (r"^[a-z0-9_-]{1,40}$", True), (r"^x[ab]{0,40}$", True),
+    (r"^[a-z][a-z0-9_]{0,63}$", False),   # the run may start at the first letter or the second
+    (r"[a-z]{1,40}", False)])              # unanchored: a search, which may start anywhere
+def test_a_wide_count_is_kept_where_the_literals_cut_the_runs_apart(toy_tokenizer, pattern, kept):
+    """Counted, such a pattern's automaton has states in proportion to its counts; else
+    exponentially many, and the count is loosened to `{m,}` (the final check holds it)."""
+    assert not delimited(r"^[ab]{0,30}a[ab]{30}$") and not delimited(r"^[ab]{0,30}[ac]{1,1}[ab]{30}$")
+    schema = {"type": "object", "required": ["v"],
+              "properties": {"v": {"type": "string", "pattern": pattern, "maxLength": 64}}}
+    c = build_canvas(schema, toy_tokenizer)
+    lo, hi = max(re.findall(r"\{(\d+),(\d+)\}", pattern), key=lambda m: int(m[1]) - int(m[0]))
+    assert (f"{{{lo},{hi}}}" in c.slots[0].pattern) == kept == delimited(pattern)
+    if pattern.startswith("^[^.") and kept:   # a segment one past its count: refused as it is written
+        v, enc = slot_named(c, compile_canvas(c), "v"), toy_tokenizer.encode
+        assert v.accepts(enc("a" * 32 + ".b")) and not v.accepts(enc("a" * 33 + ".b"))
 
 
 def test_a_pattern_beside_a_format_holds_both(toy_tokenizer):
