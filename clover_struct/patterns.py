@@ -147,14 +147,20 @@ def plain_width(pattern: str) -> int | None:
     can match is printable ASCII other than a quote or backslash (one byte, no JSON escape),
     so that many tokens always suffice. None otherwise (an unanchored pattern is a search,
     so its values are unbounded)."""
-    if not (pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$")):
-        return None
-    try:
-        tree = _sre.parse(pattern)
-    except re.error:
+    if (tree := _whole(pattern)) is None:
         return None
     width = tree.getwidth()[1]
     return width if width < _sre.MAXREPEAT and _plain(tree) else None
+
+
+def _whole(pattern: str):
+    """The parsed `pattern` where it is anchored at both ends (else None, and where unparsable)."""
+    if not (pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$")):
+        return None
+    try:
+        return _sre.parse(pattern)
+    except re.error:
+        return None
 
 
 def _plain(tree) -> bool:
@@ -251,29 +257,26 @@ def delimited(pattern: str) -> bool:
     in one way only, and an automaton counts a run in as many states as its count. (Where a run
     may start at several places, as in `[a-z][a-z0-9_]{0,63}` or `[ab]{0,30}a[ab]{30}`, it needs
     states exponentially many.)"""
-    if not (pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$")):
-        return False
-    try:
-        tree = _sre.parse(pattern)
-    except re.error:
+    if (tree := _whole(pattern)) is None:
         return False
     classes, literals = [], []
 
     def walk(items, alone: bool = False) -> bool:
         for op, av in items:
             if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT):
-                ok = walk(av[2], alone=len(av[2]) == 1)
+                if not walk(av[2], alone=len(av[2]) == 1):
+                    return False
             elif op is _sre.SUBPATTERN:
-                ok = walk(av[-1])
+                if not walk(av[-1]):
+                    return False
             elif op is _sre.BRANCH:
-                ok = all(walk(b) for b in av[1])
+                if not all(walk(b) for b in av[1]):
+                    return False
             elif op is _sre.LITERAL:
-                ok = not literals.append(chr(av))
-            elif op in (_sre.IN, _sre.ANY, _sre.NOT_LITERAL):
-                ok = alone and not classes.append((op, av))
-            else:
-                ok = op is _sre.AT
-            if not ok:
+                literals.append(chr(av))
+            elif op in (_sre.IN, _sre.ANY, _sre.NOT_LITERAL) and alone:
+                classes.append((op, av))
+            elif op is not _sre.AT:
                 return False
         return True
     return walk(tree) and all(item == classes[0] for item in classes) and \
@@ -281,14 +284,18 @@ def delimited(pattern: str) -> bool:
 
 
 def _takes(op, av, c: str) -> bool:
-    """Whether the parsed class item (op, av) matches the character `c`."""
+    """Whether the parsed class item (op, av) matches the character `c` (anything unknown: yes,
+    so the count is loosened as before)."""
     if op is _sre.IN:
         negate = bool(av) and av[0][0] is _sre.NEGATE
         return any(_takes(o, a, c) for o, a in av[negate:]) != negate
     if op is _sre.CATEGORY:
-        return re.fullmatch(_CATEGORIES.get(av, "[^\\s\\S]"), c) is not None   # (an unknown one: none)
-    return {_sre.ANY: c != "\n", _sre.LITERAL: ord(c) == av, _sre.NOT_LITERAL: ord(c) != av,
-            _sre.RANGE: op is _sre.RANGE and av[0] <= ord(c) <= av[1]}.get(op, True)
+        return av not in _CATEGORIES or re.fullmatch(_CATEGORIES[av], c) is not None
+    if op is _sre.RANGE:
+        return av[0] <= ord(c) <= av[1]
+    if op in (_sre.LITERAL, _sre.NOT_LITERAL):
+        return (ord(c) == av) == (op is _sre.LITERAL)
+    return op is not _sre.ANY or c != "\n"
 
 
 def content_pattern(pattern: str, path: str) -> str:
