@@ -272,6 +272,29 @@ class CausalData(Data):
         return None   # the whole record, every step
 
 
+# A model call's fixed cost, in padded tokens. 16 stage-2 twin batches on 2 CPU cores took
+# 2.2-2.4 s a step in one padded call, 1.6-1.9 s in length groups (1,000 to 3,000 alike).
+CALL_TOKENS = 2000
+
+
+def length_groups(rows, call_tokens: int = CALL_TOKENS) -> list[list]:
+    """The (prompt, target) rows in groups of similar length, the cheapest to run each padded
+    to its longest row: padded tokens plus `call_tokens` a group. One long row among short ones
+    otherwise pads them all to its length (stage-2 twin batches: 44% of the positions)."""
+    rows = sorted(rows, key=lambda r: len(r[0]) + len(r[1]))
+    lengths = [len(p) + len(t) for p, t in rows]
+    cost, start = [0], [0]   # the cheapest cut of the first `end` rows, and where its last group starts
+    for end in range(1, len(rows) + 1):
+        best = min(range(end), key=lambda s: cost[s] + (end - s) * lengths[end - 1])
+        cost.append(cost[best] + (end - best) * lengths[end - 1] + call_tokens)
+        start.append(best)
+    groups, end = [], len(rows)
+    while end:
+        groups.append(rows[start[end]:end])
+        end = start[end]
+    return groups[::-1]
+
+
 def collate_causal(rows, pad_id: int):
     """Right-padded rows: ids [B, T] and the loss mask [B, T], True on the JSON and eos tokens."""
     T = max(len(p) + len(t) for p, t in rows)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from clover_struct.engine.model import CloverModel, Router
 
 from .data import TRAIN_SEED_BASE, WHOLE, CausalData, Data, choice_positions, collate, collate_causal, decisions, \
-    noise, slot_index
+    length_groups, noise, slot_index
 
 AUX_COEF = 0.01               # Switch-style load balancing, per MoE layer
 # objective -> (data stream, loss, model_type the run saves as)
@@ -102,19 +102,26 @@ def step_loss(model, balance, data: Data, step: int, seed: int, causal: bool = F
 
 
 def causal_loss(model, balance, data: CausalData, step: int, seed: int):
-    """Loss and stats of the batch of `step` (the same signature and stats as step_loss)."""
+    """Loss and stats of the batch of `step` (the same signature and stats as step_loss). The
+    rows run in length groups (data.length_groups): the mean over the batch's target tokens is
+    the one a single padded call gives; the balancing term is each group's, weighed by its size."""
     kind, _, _, rows = data.batch(step)
-    ids, target = (t.to(model.device) for t in collate_causal(rows, model.config.pad_token_id))
-    # position t predicts token t+1; right padding comes after every target, so causally it is never seen
-    predicts = target[:, 1:]
-    h = model.hidden(ids[:, :-1], mode="causal")[predicts]
-    logits = model.lm_head(h)                                             # [M, V]: target positions only
-    gold = ids[:, 1:][predicts]
-    ce = F.cross_entropy(logits.float(), gold)
-    aux = balance.pop()
-    with torch.no_grad():
-        hit = int((logits.argmax(-1) == gold).sum())
-    n = int(predicts.sum())
+    groups = length_groups(rows)
+    sizes = [len(g) * max(len(p) + len(t) for p, t in g) for g in groups]
+    ce = aux = 0.0
+    hit = n = 0
+    for group, size in zip(groups, sizes):
+        ids, target = (t.to(model.device) for t in collate_causal(group, model.config.pad_token_id))
+        # position t predicts token t+1; right padding comes after every target, so causally it is never seen
+        predicts = target[:, 1:]
+        logits = model.lm_head(model.hidden(ids[:, :-1], mode="causal")[predicts])   # target positions only
+        gold = ids[:, 1:][predicts]
+        ce = ce + F.cross_entropy(logits.float(), gold, reduction="sum")
+        aux = aux + balance.pop() * size / sum(sizes)
+        with torch.no_grad():
+            hit += int((logits.argmax(-1) == gold).sum())
+        n += len(gold)
+    ce = ce / n
     stats = dict(kind=kind, rows=len(rows), tokens=sum(len(p) + len(t) for p, t in rows), masked=n,
                  hit=hit, value=n, value_hit=hit)
     return ce + AUX_COEF * aux, ce.detach(), stats

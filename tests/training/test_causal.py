@@ -60,6 +60,27 @@ def test_loss_falls_on_a_fixed_batch(tokenizer_path, tmp_path):
     assert losses[-1] < 0.8 * losses[0], f"loss did not fall: {losses}"
 
 
+def test_length_groups_give_the_loss_of_one_padded_call(tokenizer_path, tmp_path, monkeypatch):
+    model, _ = T.build(args(tmp_path, tokenizer_path), tmp_path)
+    data = D.CausalData(model.tokenizer, {"notam": 1.0}, 4000, seed=0)
+    rows = data.batch(1)[3]
+    monkeypatch.setattr(O, "length_groups", lambda rows: D.length_groups(rows, call_tokens=0))   # a call each
+    assert len(O.length_groups(rows)) == len(rows) > 2
+    ids, target = D.collate_causal(rows, model.tokenizer.pad_id)
+    with torch.no_grad():
+        logits = model(ids[:, :-1], "causal")[target[:, 1:]]
+        padded = torch.nn.functional.cross_entropy(logits, ids[:, 1:][target[:, 1:]])
+        _, grouped, stats = O.causal_loss(model, O.Balance(model), data, 1, 0)
+    print(f"causal loss: one padded call {padded:.6f}, length groups {grouped:.6f}")
+    assert stats["masked"] == int(target.sum()) and abs(grouped - padded) < 1e-5
+
+    rows = [([0] * n, [1]) for n in (5, 300, 7, 290, 6)]
+    groups = D.length_groups(rows, call_tokens=50)
+    assert [[len(p) for p, _ in g] for g in groups] == [[5, 6, 7], [290, 300]]
+    assert D.length_groups(rows, call_tokens=10_000) == [sorted(rows, key=lambda r: len(r[0]))]   # calls dear: one group
+    assert D.length_groups([]) == []
+
+
 def test_the_run_saves_a_twin_transformers_loads_and_resumes_causal(tokenizer_path, tmp_path):
     T.train(args(tmp_path, tokenizer_path, "--steps", "4", "--stop-after", "2"))
     state = json.loads((tmp_path / "train_state.json").read_text())
