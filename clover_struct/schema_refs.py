@@ -319,12 +319,12 @@ class Document:
                 s = {**{k: v for k, v in s.items() if k != "const"}, "enum": [s["const"]]}
                 continue
             word = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
-            if word and (s.get("type") == "object" or "properties" in s) and \
-                    all(isinstance(m, dict) and set(m) <= KEY_RULES for m in s[word]):
+            rules = [key_rule(m) for m in s.get(word) or []]
+            if word and (s.get("type") == "object" or "properties" in s) and None not in rules:
                 # rules over an object's keys: the final check's; the keys of the first member the
                 # properties describe are written always (`x-written`), so that one member can hold
                 described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
-                first = next((m["required"] for m in s[word] if set(m.get("required", [None])) <= described), [])
+                first = next((keys for keys in rules if keys and set(keys) <= described), [])
                 s = {k: v for k, v in s.items() if k not in (word, "x-union")}
                 if first:
                     s["x-written"] = list(dict.fromkeys([*s.get("x-written", []), *first]))
@@ -374,10 +374,24 @@ class Document:
         raise SchemaError(path, "the references here lead only to each other; give the schema a value")
 
 
-# the keywords of an anyOf/oneOf member that only asks which keys an object has ("userId or
-# anonymousId"): the object is laid out once and the final check holds the rule
-KEY_RULES = {"required", "properties", "not", "minProperties", "maxProperties", "dependentRequired", "title",
-             "description", "$comment"}
+# the keywords that say more of a value than which keys an object has (or which values its
+# properties take: `properties`, also a key rule's); any other is an annotation, as JSON Schema reads it
+VALUE_RULES = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+               "maxLength", "minLength", "pattern", "format", "items", "prefixItems", "additionalItems", "contains",
+               "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems",
+               "additionalProperties", "patternProperties", "propertyNames", "unevaluatedProperties",
+               "dependentSchemas", "dependencies", "if", "then", "else", "anyOf", "oneOf", *REFS, "discriminator",
+               "nullable", "x-nullable", "x-union"}
+
+
+def key_rule(m) -> list[str] | None:
+    """The keys an anyOf/oneOf member requires where all it asks is which keys an object has and
+    what its properties hold ("userId or anonymousId", also as an allOf of such rules): the object
+    is laid out once and the final check holds the rule. None where the member says more."""
+    if not isinstance(m, dict) or set(m) & VALUE_RULES - {"type"} or m.get("type", "object") != "object":
+        return None
+    parts = [key_rule(x) for x in m.get("allOf", [])]
+    return None if None in parts else [*m.get("required", []), *(k for keys in parts for k in keys)]
 TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 
 

@@ -616,13 +616,16 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
             raise SchemaError("", f"{schema}: not a readable JSON Schema file ({e})") from None
     if model is None and not isinstance(schema, (dict, bool)):
         raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema")
-    if model is None:
-        check_nesting(schema)
     if room is None and context is not None:
         room = context * 3 // 4
+    try:
+        key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id, room, vocab_size)
+    except RecursionError:
+        key = None   # past what the JSON writer nests: check_nesting says so
     cache = _CACHE.setdefault(tokenizer, {})
-    key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id, room, vocab_size)
     if key not in cache:
+        if model is None:
+            check_nesting(schema)
         raw = model.model_json_schema() if model else schema
         cache[key] = _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size)
     if context is not None:

@@ -72,6 +72,34 @@ def test_keys_a_rule_may_ask_for_are_written_always(toy_tokenizer):
     assert keys({**obj, "maxProperties": 2, "required": ["f"]}, toy_tokenizer) == ["a"]   # as many as there is room
 
 
+# snapcraft's shape: which keys, and which values of a key, go together, as an allOf of two anyOfs
+# whose members carry an annotation keyword of the schema's own ("usage")
+KINDS = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 4},
+                                          "kind": {"enum": ["app", "base"]}, "base": {"type": "string", "maxLength": 4},
+                                          "version": {"type": "integer"}, "adopt": {"type": "string", "maxLength": 4}},
+         "required": ["name"], "additionalProperties": False,
+         "allOf": [{"anyOf": [{"usage": "kind: base, no base", "properties": {"kind": {"enum": ["base"]}},
+                               "allOf": [{"required": ["kind"]}, {"not": {"required": ["base"]}}]},
+                              {"usage": "base: <base>", "type": "object", "allOf": [{"required": ["base"]}]}]},
+                   {"anyOf": [{"required": ["version"]}, {"required": ["adopt"]}]}]}
+
+
+def test_members_that_rule_only_over_keys_and_values_of_keys_lay_the_object_out_once(toy_tokenizer):
+    """They and their allOfs say which keys an object has and what its properties hold: the object
+    is laid out once, the first member's keys written always, and the final check holds the rest."""
+    c = build_canvas(KINDS, toy_tokenizer)
+    assert [s.path for s in c.slots] == ["name", "kind", "base", "version", "adopt"]
+    assert [g.path for g in c.groups if g.kind == "key"] == ["base", "adopt"]
+    assert finish(decoded(toy_tokenizer, KINDS, {"name": "ab", "kind": "base", "version": 2})) == \
+        {"name": "ab", "kind": "base", "version": 2}
+    d = decoded(toy_tokenizer, KINDS, {"name": "ab", "kind": "app", "version": 2})
+    with pytest.raises(ExtractionError):   # kind app asks for a base key
+        d.canvas.validate(d.ids)
+    # a member that says more of the value than its keys is a union, as before
+    typed = {**KINDS, "allOf": [{"anyOf": [{"required": ["base"], "maxProperties": 3}, {"type": "string"}]}]}
+    assert [s.kind for s in build_canvas(typed, toy_tokenizer).slots] == ["regex"]
+
+
 def test_an_optional_key_past_the_recursion_depth_or_with_nothing_to_decide_is_left_out(toy_tokenizer):
     tree = {"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/n"}},
                             "required": ["v"]}}, "$ref": "#/$defs/n"}
@@ -251,6 +279,10 @@ def test_a_schema_nested_past_what_can_be_read_is_refused_saying_so(toy_tokenize
     for _ in range(100):
         deep = {"type": "object", "properties": {"a": deep}, "required": ["a"]}
     with pytest.raises(SchemaError, match="nests 201 levels of objects and lists deep; clover-struct reads at most"):
+        build_canvas(deep, toy_tokenizer)
+    for _ in range(3000):   # past what the JSON writer of the canvas cache's key nests
+        deep = {"not": deep}
+    with pytest.raises(SchemaError, match="nests 3201 levels"):
         build_canvas(deep, toy_tokenizer)
     defs = {f"d{i}": {"type": "object", "properties": {"a": {"$ref": f"#/$defs/d{i + 1}"}}, "required": ["a"]}
             for i in range(100)}
