@@ -324,7 +324,7 @@ class Document:
                 # rules over an object's keys: the final check's; the keys of the first member the
                 # properties describe are written always (`x-written`), so that one member can hold
                 described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
-                first = next((keys for keys in rules if keys and set(keys) <= described), [])
+                first = next((keys for keys in rules if set(keys) <= described), [])   # ([]: none needed)
                 s = {k: v for k, v in s.items() if k not in (word, "x-union")}
                 if first:
                     s["x-written"] = list(dict.fromkeys([*s.get("x-written", []), *first]))

@@ -69,6 +69,9 @@ def test_keys_a_rule_may_ask_for_are_written_always(toy_tokenizer):
     assert keys({**obj, "dependencies": {"c": ["d"]}, "required": ["c"]}, toy_tokenizer) == list("abef")
     assert keys({**obj, "minProperties": 2}, toy_tokenizer) == list("cdef")
     assert keys({**obj, "anyOf": [{"required": ["x"]}, {"required": ["c", "d"]}]}, toy_tokenizer) == list("abef")
+    # package.json's: the first member requires nothing, so no key need be written
+    assert keys({**obj, "anyOf": [{"type": "object", "not": {"required": ["a", "b"]}}, {"required": ["c"]}]},
+                toy_tokenizer) == list("abcdef")
     assert keys({**obj, "maxProperties": 2, "required": ["f"]}, toy_tokenizer) == ["a"]   # as many as there is room
 
 
