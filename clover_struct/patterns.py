@@ -194,6 +194,8 @@ def regular(pattern: str) -> bool:
         tree = _sre.parse(pattern)
     except re.error:
         return True
+    if _bar_at_top(pattern) and any(op is _sre.AT for op, _ in tree):
+        return False   # `^v?\d+|^dev-`: each anchor binds its branch (the parse shows one `^` before both)
     ends = {0: _sre.AT_BEGINNING, len(tree) - 1: _sre.AT_END}
     items = [(tree, k, op, av) for k, (op, av) in enumerate(tree)]
     while items:
@@ -208,6 +210,30 @@ def regular(pattern: str) -> bool:
     return True
 
 
+def _class_end(pattern: str, k: int) -> int:
+    """The index of the `]` closing the character class opened at `k` (len(pattern): unclosed)."""
+    k += 1 + (pattern[k + 1:k + 2] == "^")
+    k += pattern[k:k + 1] == "]"   # a `]` first in the class is literal
+    while k < len(pattern) and pattern[k] != "]":
+        k += 2 if pattern[k] == "\\" else 1
+    return k
+
+
+def _bar_at_top(pattern: str) -> bool:
+    """Whether `pattern` has a `|` outside every group and character class."""
+    depth, k = 0, 0
+    while k < len(pattern):
+        c = pattern[k]
+        if c == "[":
+            k = _class_end(pattern, k)
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            return True
+        k += 2 if c == "\\" else 1
+    return False
+
+
 def loosened(pattern: str) -> str:
     """`pattern` less what no automaton holds, so it matches at least what `pattern` does:
     look-arounds and word boundaries dropped, a back-reference as `.*`, anchors kept only at
@@ -220,11 +246,7 @@ def loosened(pattern: str) -> str:
     while k < len(pattern):
         c, step = pattern[k], 2 if pattern[k] == "\\" else 1
         if c == "[":   # a character class, whole
-            step = 1 + (pattern[k + 1:k + 2] == "^")
-            step += pattern[k + step:k + step + 1] == "]"
-            while k + step < len(pattern) and pattern[k + step] != "]":
-                step += 2 if pattern[k + step] == "\\" else 1
-            step += 1
+            step = _class_end(pattern, k) + 1 - k
         piece = pattern[k:k + step]
         if c == "(":
             depth += 1
@@ -328,10 +350,7 @@ def content_pattern(pattern: str, path: str) -> str:
             out.append(f"{{{m[1]},}}")
             j = m.end()
         elif c == "[":
-            j = i + 1 + (p[i + 1:i + 2] == "^")
-            j += p[j:j + 1] == "]"
-            while j < len(p) and p[j] != "]":
-                j += 2 if p[j] == "\\" else 1
+            j = _class_end(p, i)
             if j >= len(p):
                 raise SchemaError(path, f"pattern {pattern!r} has an unclosed character class; close it with ]")
             body = re.sub(r"(?<!\\)((?:\\\\)*)\[", r"\1\\[", p[i + 1:j])  # a `[` in a Python class is literal

@@ -47,7 +47,8 @@ class Options:
     default_tokens: int = DEFAULT_STRING_TOKENS   # budget of a string without max_length
     items: tuple[int, ...] = (8, 3, 2)            # entries of an open list or map, by nesting depth
     depth: int = 2                                # times a recursive reference is followed again
-    optional: bool = True                         # False: a JSON Schema's optional keys are left out
+    optional: bool = True                         # False: a JSON Schema's optional keys only while
+    keys_within: int = 0                          # ... the slots laid out stay within this many positions
 
 
 # Tried in order until the canvas fits the room given (only schemas with open parts differ).
@@ -201,8 +202,9 @@ class Builder:
         for key, sub in props.items():
             if key == skip or (sub is False and key not in required):   # a key no value may have
                 continue
+            within = self.options.keys_within if self.strict and not self.options.optional else None
             if key not in written and (room is not None and len(fields) >= room - (skip is not None)
-                                       or self.strict and not self.options.optional):
+                                       or within is not None and self.size >= within):
                 continue
             self.open_parts |= self.strict and key not in written   # leaving it out would shrink the canvas
             optional = self.key_groups and key not in written and not self.null_default(sub, _join(path, key), base)
@@ -216,9 +218,9 @@ class Builder:
                 if key in required:
                     raise
                 node = None
-            if node is None:   # optional, and past the recursion depth, unsatisfiable or nothing to decide
-                self.rollback(mark)
-                continue
+            if node is None or key not in written and within is not None and self.size > within:
+                self.rollback(mark)   # optional, and past the recursion depth, unsatisfiable, nothing to
+                continue              # decide, or past the positions left for optional keys
             fields.append((key, node))
             lead = ", "
         entries = []
@@ -645,14 +647,28 @@ def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_siz
     budgets: dict[str, int] = {}
     for k, options in enumerate(SHRINK):
         options = replace(options, default_tokens=max_tokens or DEFAULT_STRING_TOKENS)
-        try:   # (the last Options is built whole: a canvas too big for the room then says so)
-            canvas, open_parts = _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size,
-                                        room if k < len(SHRINK) - 1 else None)
+        if k == len(SHRINK) - 1:
+            return replace(_keys_within(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size, room),
+                           check=check)
+        try:
+            canvas, open_parts = _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size, room)
         except _TooBig:
             continue
         if room is None or len(canvas) <= room or not open_parts:
             break
     return replace(canvas, check=check)
+
+
+def _keys_within(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size, room) -> Canvas:
+    """SHRINK's last canvas: optional keys, in schema order, while the slots stay within a share
+    of the room, the largest share whose canvas (fixed text included) fits it; built whole at the
+    smallest (no optional keys), where a canvas too big for the room then says so."""
+    for share in (1, 3 / 4, 1 / 2, 1 / 4, 0):
+        canvas, _ = _build(doc, model, tokenizer, replace(options, keys_within=int(room * share)), budgets, mask_id,
+                           pad_id, vocab_size, None)
+        if len(canvas) <= room:
+            break
+    return canvas
 
 
 def _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size, room) -> tuple[Canvas, bool]:

@@ -53,7 +53,7 @@ def unit_starts(tokenizer, vmap: dict, vocab_size: int) -> tuple[np.ndarray, np.
         data = np.full((vocab_size, max(map(len, vmap))), -1, np.int16)   # -1: past the token's end
         for b, ids in vmap.items():
             data[ids, :len(b)] = np.frombuffer(b, np.uint8)
-        starts = np.zeros((4, vocab_size), np.int16)
+        starts = np.zeros((4, vocab_size), np.int32)   # (added to counts up to a maxLength past 2**15)
         inside = np.repeat(np.array([[0], [0], [1], [1]], bool), vocab_size, 1)
         escape = np.repeat(np.array([[0], [1], [0], [1]], bool), vocab_size, 1)
         for col in data.T:                                      # V: tokens, one byte column at a time

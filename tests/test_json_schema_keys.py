@@ -128,6 +128,19 @@ def test_a_map_of_the_document_itself_ends_at_the_recursion_depth(toy_tokenizer)
                      context=1024)
 
 
+def test_optional_keys_past_the_room_are_laid_out_in_order_while_they_fit(toy_tokenizer):
+    """Where a schema's optional keys alone outgrow 3/4 of the context, the first ones that fit are
+    laid out (a config schema of hundreds of keys had been laid out with none: `{}`)."""
+    props = {f"k{i}": {"type": "string", "maxLength": 8} for i in range(60)}
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}, **props}, "required": ["id"]}
+    assert len(keys(schema, toy_tokenizer)) == 60
+    c = build_canvas(schema, toy_tokenizer, context=400)
+    kept = [g.path for g in c.groups if g.kind == "key"]
+    print(f"{len(kept)} of 60 optional keys kept, canvas {len(c)} tokens of 300")
+    assert len(c) <= 300 and 5 <= len(kept) < 60 and kept == [f"k{i}" for i in range(len(kept))]
+    assert c.parse(c.fill({"id": 4, "k1": "ab"})) == {"id": 4, "k1": "ab"}
+
+
 def decoded(tok, schema, values: dict):
     """The schema's canvas decoded by a model scripted to write `values` (absent keys: pads)."""
     canvas, prompt = build_canvas(schema, tok), [5, 6, 7]
