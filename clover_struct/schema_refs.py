@@ -392,6 +392,8 @@ def key_rule(m) -> list[str] | None:
         return None
     parts = [key_rule(x) for x in m.get("allOf", [])]
     return None if None in parts else [*m.get("required", []), *(k for keys in parts for k in keys)]
+
+
 TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 
 

@@ -199,10 +199,10 @@ class Builder:
         if room is not None:   # the keys always written first, the optional ones while there is room
             props = {k: props[k] for k in sorted(props, key=lambda k: k not in written)}
         fields = []
+        within = self.options.keys_within if self.strict and not self.options.optional else None
         for key, sub in props.items():
             if key == skip or (sub is False and key not in required):   # a key no value may have
                 continue
-            within = self.options.keys_within if self.strict and not self.options.optional else None
             if key not in written and (room is not None and len(fields) >= room - (skip is not None)
                                        or within is not None and self.size >= within):
                 continue

@@ -107,7 +107,8 @@ def causal_loss(model, balance, data: CausalData, step: int, seed: int):
     the one a single padded call gives; the balancing term is each group's, weighed by its size."""
     kind, _, _, rows = data.batch(step)
     groups = length_groups(rows)
-    sizes = [len(g) * max(len(p) + len(t) for p, t in g) for g in groups]
+    sizes = [len(g) * max(len(p) + len(t) for p, t in g) for g in groups]   # positions each call runs
+    total = sum(sizes)
     ce = aux = 0.0
     hit = n = 0
     for group, size in zip(groups, sizes):
@@ -117,7 +118,7 @@ def causal_loss(model, balance, data: CausalData, step: int, seed: int):
         logits = model.lm_head(model.hidden(ids[:, :-1], mode="causal")[predicts])   # target positions only
         gold = ids[:, 1:][predicts]
         ce = ce + F.cross_entropy(logits.float(), gold, reduction="sum")
-        aux = aux + balance.pop() * size / sum(sizes)
+        aux = aux + balance.pop() * size / total
         with torch.no_grad():
             hit += int((logits.argmax(-1) == gold).sum())
         n += len(gold)
