@@ -319,11 +319,11 @@ class Document:
                 s = {**{k: v for k, v in s.items() if k != "const"}, "enum": [s["const"]]}
                 continue
             word = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
-            rules = [key_rule(m) for m in s.get(word) or []]
+            described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
+            rules = [key_rule(m, described) for m in s.get(word) or []]
             if word and (s.get("type") == "object" or "properties" in s) and None not in rules:
                 # rules over an object's keys: the final check's; the keys of the first member the
                 # properties describe are written always (`x-written`), so that one member can hold
-                described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
                 first = next((keys for keys in rules if set(keys) <= described), [])   # ([]: none needed)
                 s = {k: v for k, v in s.items() if k not in (word, "x-union")}
                 if first:
@@ -384,13 +384,15 @@ VALUE_RULES = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
                "nullable", "x-nullable", "x-union"}
 
 
-def key_rule(m) -> list[str] | None:
+def key_rule(m, described: set[str]) -> list[str] | None:
     """The keys an anyOf/oneOf member requires where all it asks is which keys an object has and
-    what its properties hold ("userId or anonymousId", also as an allOf of such rules): the object
-    is laid out once and the final check holds the rule. None where the member says more."""
-    if not isinstance(m, dict) or set(m) & VALUE_RULES - {"type"} or m.get("type", "object") != "object":
+    what the properties it `described` hold ("userId or anonymousId", also as an allOf of such
+    rules): the object is laid out once and the final check holds the rule. None where the member
+    says more, or describes a key of its own (it is then a shape of the union)."""
+    if not isinstance(m, dict) or set(m) & VALUE_RULES - {"type"} or m.get("type", "object") != "object" \
+            or not set(m.get("properties") or {}) <= described:
         return None
-    parts = [key_rule(x) for x in m.get("allOf", [])]
+    parts = [key_rule(x, described) for x in m.get("allOf", [])]
     return None if None in parts else [*m.get("required", []), *(k for keys in parts for k in keys)]
 
 

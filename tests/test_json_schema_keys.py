@@ -98,9 +98,12 @@ def test_members_that_rule_only_over_keys_and_values_of_keys_lay_the_object_out_
     d = decoded(toy_tokenizer, KINDS, {"name": "ab", "kind": "app", "version": 2})
     with pytest.raises(ExtractionError):   # kind app asks for a base key
         d.canvas.validate(d.ids)
-    # a member that says more of the value than its keys is a union, as before
+    # a member that says more of the value than its keys, or describes a key of its own, is a union
     typed = {**KINDS, "allOf": [{"anyOf": [{"required": ["base"], "maxProperties": 3}, {"type": "string"}]}]}
-    assert [s.kind for s in build_canvas(typed, toy_tokenizer).slots] == ["regex"]
+    own = {**KINDS, "allOf": [{"anyOf": [{"properties": {"size": {"type": "integer"}}, "required": ["size"]},
+                                         {"required": ["version"]}]}]}
+    for union in (typed, own):
+        assert [s.kind for s in build_canvas(union, toy_tokenizer).slots] == ["regex"]
 
 
 def test_an_optional_key_past_the_recursion_depth_or_with_nothing_to_decide_is_left_out(toy_tokenizer):
