@@ -223,6 +223,8 @@ class Builder:
                 continue              # decide, or past the positions left for optional keys
             fields.append((key, node))
             lead = ", "
+        if lead == "{":   # no key laid out took the brace (a map, or an object left empty)
+            self.text(lead)
         entries = []
         need = s.get("minProperties", 0) - sum(not isinstance(node, KeyNode) for _, node in fields)
         left = None if room is None else room - len(fields) - (skip is not None)

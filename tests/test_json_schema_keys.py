@@ -118,6 +118,18 @@ def test_an_optional_key_past_the_recursion_depth_or_with_nothing_to_decide_is_l
     assert c.text() == '{"b": []}' and c.parse(c.ids) == {"b": []}
 
 
+def test_a_map_is_written_inside_its_braces(toy_tokenizer):
+    """A map with no properties opens its brace before its first entry (the canvas the model reads
+    had shown `"m": "key": 1}`)."""
+    import re
+
+    one = {"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "integer"},
+                                                  "maxProperties": 1}}, "required": ["m"]}
+    c = build_canvas(one, toy_tokenizer)
+    assert re.fullmatch(r'\{"m": \{"#+": #+\}\}', c.text("#")), c.text("#")
+    assert c.parse(c.fill({"m": {"a": 1}})) == {"m": {"a": 1}} and c.parse(c.fill({"m": {}})) == {"m": {}}
+
+
 def test_a_map_of_the_document_itself_ends_at_the_recursion_depth(toy_tokenizer):
     """`additionalProperties: {"$ref": "#"}` (a tree of named nodes): where the canvas is shrunk to
     fit the context, a map's entries end at the recursion depth, as a list's items do; a map
