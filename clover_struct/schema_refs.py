@@ -319,16 +319,17 @@ class Document:
                 s = {**{k: v for k, v in s.items() if k != "const"}, "enum": [s["const"]]}
                 continue
             word = "anyOf" if "anyOf" in s else "oneOf" if "oneOf" in s else None
-            described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
-            rules = [key_rule(m, described) for m in s.get(word) or []]
-            if word and (s.get("type") == "object" or "properties" in s) and None not in rules:
-                # rules over an object's keys: the final check's; the keys of the first member the
-                # properties describe are written always (`x-written`), so that one member can hold
-                first = next((keys for keys in rules if set(keys) <= described), [])   # ([]: none needed)
-                s = {k: v for k, v in s.items() if k not in (word, "x-union")}
-                if first:
-                    s["x-written"] = list(dict.fromkeys([*s.get("x-written", []), *first]))
-                continue
+            if word and (s.get("type") == "object" or "properties" in s):
+                described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
+                rules = [key_rule(m, described) for m in s[word]]
+                if None not in rules:
+                    # rules over an object's keys: the final check's; the keys of the first member the
+                    # properties describe are written always (`x-written`), so that one member can hold
+                    first = next((keys for keys in rules if set(keys) <= described), [])   # ([]: none needed)
+                    s = {k: v for k, v in s.items() if k not in (word, "x-union")}
+                    if first:
+                        s["x-written"] = list(dict.fromkeys([*s.get("x-written", []), *first]))
+                    continue
             if word and "discriminator" not in s and not s.get("x-union"):
                 members = [m for m in s[word] if not _is_null(m)]
                 out.nullable |= len(members) < len(s[word])

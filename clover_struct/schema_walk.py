@@ -47,13 +47,13 @@ class Options:
     default_tokens: int = DEFAULT_STRING_TOKENS   # budget of a string without max_length
     items: tuple[int, ...] = (8, 3, 2)            # entries of an open list or map, by nesting depth
     depth: int = 2                                # times a recursive reference is followed again
-    optional: bool = True                         # False: a JSON Schema's optional keys only while
-    keys_within: int = 0                          # ... the slots laid out stay within this many positions
+    keys_within: int | None = None                # a JSON Schema's optional keys only while the slots
+                                                  # laid out stay within this many positions (None: all)
 
 
 # Tried in order until the canvas fits the room given (only schemas with open parts differ).
 SHRINK = (Options(), Options(items=(4, 2, 1), depth=1), Options(items=(2, 1), depth=1), Options(items=(1,), depth=0),
-          Options(items=(1,), depth=0, optional=False))
+          Options(items=(1,), depth=0, keys_within=0))
 
 
 class _TooDeep(Exception):
@@ -199,7 +199,7 @@ class Builder:
         if room is not None:   # the keys always written first, the optional ones while there is room
             props = {k: props[k] for k in sorted(props, key=lambda k: k not in written)}
         fields = []
-        within = self.options.keys_within if self.strict and not self.options.optional else None
+        within = self.options.keys_within if self.strict else None
         for key, sub in props.items():
             if key == skip or (sub is False and key not in required):   # a key no value may have
                 continue
