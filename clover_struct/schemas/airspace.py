@@ -67,16 +67,21 @@ def _body(axis: str) -> str:
     whole = "|".join(rf"\d{{{n}}}" for n in _WIDTHS[axis])
     wrapped = rf"({'|'.join(cuts)})(\.\d{{1,3}})?|({whole})\.( \d{{1,3}}|\d{{1,2}} \d{{1,2}})"
     spaced = rf"{free} {_MS}( {_MS}(\.\d{{1,3}})?)?"                          # 05 59 00
-    symbols = (rf"{free}{_DEC} ?[°º˚]|{free} ?[°º˚] ?{_MS}{_DEC} ?['′’]"       # 40°26.767', 40°26'46"
-               rf"|{free} ?[°º˚] ?{_MS} ?['′’] ?{_MS}{_DEC} ?(\"|″|”|'')?")
-    return f"({symbols}|{spaced}|{wrapped}|{compact})"
+    return f"({_symbols(axis)}|{spaced}|{wrapped}|{compact})"
+
+
+def _symbols(axis: str) -> str:
+    free = _DEG_FREE[axis]
+    return (rf"{free}{_DEC} ?[°º˚]|{free} ?[°º˚] ?{_MS}{_DEC} ?['′’]"       # 40°26.767', 40°26'46"
+            rf"|{free} ?[°º˚] ?{_MS} ?['′’] ?{_MS}{_DEC} ?(\"|″|”|'')?")
 
 
 def _coordinate(axis: str, letters: str, words: str) -> str:
     body, free = _body(axis), _DEG_FREE[axis]
     chinese = rf"{free}{_DEC}度|{free}度{_MS}{_DEC}分|{free}度{_MS}分{_MS}{_DEC}秒"   # 22.5431度, 114度03分28秒
     # without a hemisphere, decimal degrees with a sign and a fraction (31.2304, -122.42), never a bare integer
-    return rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{free}{_DEC})|[+-]?{free}\.\d{{1,8}}°?)$"
+    return (rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{_symbols(axis)}|{free}{_DEC})"
+            rf"|[+-]?{free}\.\d{{1,8}}°?)$")   # 北纬31°10′20″ too
 
 
 LAT_PIECE = _coordinate("lat", "NSns", "北纬|南纬|北緯|南緯")
