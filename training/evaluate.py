@@ -27,8 +27,8 @@ over the dev NOTAMs that define no zone and seeded garbage text, "negatives":
 {"notams_no_zone", "with_position_no_zone", "garbage_no_zone", "garbage_by_kind", counts}.
 Both take at most --n notices (spread over the file; 20 with --quick) and are skipped, with a
 line on stderr, when their file is absent. `handwritten` (training/handwritten.py): notices of
-the kinds the other sets lack, each with what it got wrong; `fresh`: notices worded as no
-generated notice is, kept out of the generator (how the model reads a new wording).
+the kinds the other sets lack, each with what it got wrong; `fresh` and `unseen`: notices
+worded as no generated notice was (handwritten.py says which the generator has since learned from).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.generate import HELDOUT_FAMILY, examples, judgment_cases  # noqa: E402
-from training.handwritten import FRESH, score_handwritten  # noqa: E402
+from training.handwritten import FRESH, UNSEEN, score_handwritten  # noqa: E402
 from training.zone_eval import (FIELDS, NOTAMS_DEV, ZONES_DEV, read_jsonl, score_negatives,  # noqa: E402
                                 score_real_zones)
 
@@ -241,6 +241,7 @@ def main(argv=None) -> int:
         "negatives": lambda: _or_skip("negatives", NOTAMS_DEV, score_negatives, model, n),
         "handwritten": lambda: score_handwritten(model),
         "fresh": lambda: score_handwritten(model, FRESH),
+        "unseen": lambda: score_handwritten(model, UNSEEN),
     }
     only = args.sets.split(",") if args.sets else list(sets)
     if unknown := set(only) - set(sets):
@@ -271,7 +272,7 @@ def main(argv=None) -> int:
         print(f"negatives: no zone on {g['notams_no_zone']:.3f} of {g['n_notams']} dev NOTAMs that define none "
               f"({g['with_position_no_zone']:.3f} of the {g['n_with_position']} obstacles at a position), "
               f"on {g['garbage_no_zone']:.3f} of {g['n_garbage']} garbage texts")
-    for name in ("handwritten", "fresh"):
+    for name in ("handwritten", "fresh", "unseen"):
         if h := report.get(name):
             wrong = "; ".join(f"{k}: {', '.join(v)}" for k, v in h["misses"].items()) or "none"
             print(f"{name}: {h['right']} of {h['n']} notices read right; wrong: {wrong}")

@@ -68,10 +68,11 @@ NOTICES = [
     ("garbage", "Lorem ipsum 12345 !!! the quick brown fox jumps ### 0x3F", None),
 ]
 
-# Written on 2026-12-06 in wordings none of the generator's families writes (clauses in
+# Written on 2026-12-06 in wordings the generator's families did not write then (clauses in
 # another order, other verbs and labels, ISO dates, CRLF and doubled spaces, a Chinese
-# polygon in DMS), and kept out of the generator: the one set here that tells how clover-mini
-# reads a notice worded as no training notice is. Four define no zone.
+# polygon in DMS); four define no zone. The generator's wider wording (4240fe5) was written
+# after reading what the model got wrong here, so past that commit FRESH is no blind test:
+# UNSEEN, written after it and never used to change the generator, is.
 FRESH = [
     ("fr_radius_centred", "B0412/27 NOTAMN\nQ) LFFF/QRTCA/IV/BO/W/000/035/4851N00221E003\nA) LFPG B) 2705140600 "
                           "C) 2705141800\nE) TEMPORARY RESTRICTED AREA ACTIVATED WITHIN A RADIUS OF 3NM CENTRED ON "
@@ -150,6 +151,56 @@ FRESH = [
                               "1 May 2028 22:00 UTC, surface to 500 ft AGL (Madrid city concert).",
      _polygon([(40.44, -3.7), (40.44, -3.68), (40.425, -3.68), (40.425, -3.7)], 500 * _FT, "AGL",
               "2028-05-01T16:00:00Z", "2028-05-01T22:00:00Z")),
+]
+
+
+UNSEEN = [
+    ("closure_prose", "Airspace closure notice. Due to a VIP visit the airspace within 5 NM of 55°57'N 003°11'W is "
+                      "closed to all traffic from the surface to 5000 ft AMSL between 21 September 2028 09:00 and "
+                      "21 September 2028 17:00 UTC.",
+     _circle(_dms(55, 57), -_dms(3, 11), 5 * 1852.0, 5000 * _FT, "AMSL",
+             "2028-09-21T09:00:00Z", "2028-09-21T17:00:00Z")),
+    ("pje", "A0611/28 NOTAMN\nQ) EGTT/QWPLW/IV/M/W/000/150/5230N00130E002\nA) EGTT B) 2807121000 C) 2807121800\n"
+            "E) PJE WI 2NM OF 523015N 0013020E.\nF) SFC G) FL150",
+     _circle(_dms(52, 30, 15), _dms(1, 30, 20), 2 * 1852.0, 4572.0, "STD",
+             "2028-07-12T10:00:00Z", "2028-07-12T18:00:00Z")),
+    ("aerial_work", "B1203/28 NOTAMN\nQ) EGTT/QWALW/IV/M/W/000/010/5131N00005W001\nA) EGLL B) 2808020800 "
+                    "C) 2808021200\nE) AERIAL WORK (PHOTOGRAPHY) WILL TAKE PLACE WI 0.5NM RADIUS CENTRED 513045N "
+                    "0000512W.\nF) SFC G) 1000FT AMSL",
+     _circle(_dms(51, 30, 45), -_dms(0, 5, 12), 0.5 * 1852.0, 1000 * _FT, "AMSL",
+             "2028-08-02T08:00:00Z", "2028-08-02T12:00:00Z")),
+    ("zh_centre_first_lon", "为保障国际马拉松赛事安全，经研究决定，自2028年4月15日6时起至2028年4月15日14时止（北京时间），"
+                            "在以东经120.1551度、北纬30.2741度为圆心，半径3公里的区域内，禁止无人机、航模等飞行，"
+                            "高度为真高300米以下。",
+     _circle(30.2741, 120.1551, 3000.0, 300.0, "AGL", "2028-04-14T22:00:00Z", "2028-04-15T06:00:00Z", uas=True)),
+    ("ils", "A0455/28 NOTAMN\nQ) EGTT/QICAS/I/BO/A/000/999/5129N00028W005\nA) EGLL B) 2805010600 C) 2805031800\n"
+            "E) ILS RWY 27L NOT AVBL.", None),
+    ("hours", "A0456/28 NOTAMN\nQ) EGTT/QFAAH/IV/NBO/A/000/999/5129N00028W005\nA) EGKB B) 2805010000 "
+              "C) 2805312359\nE) AD HR OF SER MON-FRI 0600-2000.", None),
+    ("comma_polygon", "C0808/28 NOTAMN\nQ) LFMM/QRDCA/IV/BO/W/000/065/4513N00544E003\nA) LFMM B) 2810010700 "
+                      "C) 2810011500\nE) TEMPO DANGER AREA ESTABLISHED: 45 12 30N 005 40 00E, 45 15 00N 005 45 00E, "
+                      "45 10 00N 005 48 00E. ACTIVITY: BLASTING.\nF) SFC G) 6500FT AMSL",
+     _polygon([(_dms(45, 12, 30), _dms(5, 40)), (45.25, 5.75), (_dms(45, 10), 5.8)], 6500 * _FT, "AMSL",
+              "2028-10-01T07:00:00Z", "2028-10-01T15:00:00Z")),
+    ("signed_decimal", "CASA: drone no-fly zone for the Melbourne Cup. Area: 2 km around -37.7906, 144.9117. Time: "
+                       "4 November 2028 10:00 to 4 November 2028 19:00 local time (UTC+11). Maximum altitude: 400 feet.",
+     _circle(-37.7906, 144.9117, 2000.0, 400 * _FT, "AGL", "2028-11-03T23:00:00Z", "2028-11-04T08:00:00Z", uas=True)),
+    ("fdc_lower", "!fdc 8/5555 zla ca..airspace los angeles, ca..temporary flight restrictions wi an area defined as "
+                  "1nm radius of 340350n1181440w sfc-1500ft agl effective 2811041800 utc until 2811050400 utc.",
+     _circle(_dms(34, 3, 50), -_dms(118, 14, 40), 1852.0, 1500 * _FT, "AGL",
+             "2028-11-04T18:00:00Z", "2028-11-05T04:00:00Z")),
+    ("uas_prohibited_area", "UAS prohibited area: 800 metres radius centred on 41.9029 N 12.4534 E, altitude limit 60 m "
+                            "above ground, valid 8 December 2028 07:00 UTC to 8 December 2028 13:00 UTC. Event: papal "
+                            "audience.",
+     _circle(41.9029, 12.4534, 800.0, 60.0, "AGL", "2028-12-08T07:00:00Z", "2028-12-08T13:00:00Z", uas=True)),
+    ("flight_levels", "Restricted area extension: area bounded by 35°00'N 117°30'W, 35°30'N 117°30'W, 35°30'N "
+                      "117°00'W, 35°00'N 117°00'W. Altitudes: FL180 to FL290. Effective 2028-05-06 14:00 UTC until "
+                      "2028-05-06 22:00 UTC.",
+     {**_polygon([(35, -117.5), (35.5, -117.5), (35.5, -117), (35, -117)], 29000 * _FT, "STD",
+                 "2028-05-06T14:00:00Z", "2028-05-06T22:00:00Z"), "floor_m": 18000 * _FT, "floor_ref": "STD"}),
+    ("zh_all_heights", "临时空域管制公告：北京时间2028年10月1日9时至12时，以北纬39.9042度，东经116.4074度为中心，"
+                       "半径5公里范围内，全高度禁止一切航空器（含无人机）飞行。",
+     _circle(39.9042, 116.4074, 5000.0, None, None, "2028-10-01T01:00:00Z", "2028-10-01T04:00:00Z")),
 ]
 
 

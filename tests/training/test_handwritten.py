@@ -93,7 +93,41 @@ FRESH_RIGHT = {
 }
 
 
-@pytest.mark.parametrize("notices, right", [(H.NOTICES, RIGHT), (H.FRESH, FRESH_RIGHT)], ids=["handwritten", "fresh"])
+UNSEEN_RIGHT = {
+    "closure_prose": dict(area=circle("55°57'N", "003°11'W", "5 NM"), floor="surface", ceiling="5000 ft AMSL",
+                          valid_from_raw="21 September 2028 09:00", valid_to_raw="21 September 2028 17:00 UTC",
+                          uas_only=False),
+    "pje": dict(area=circle("523015N", "0013020E", "2NM"), floor="SFC", ceiling="FL150",
+                valid_from_raw="2807121000", valid_to_raw="2807121800", uas_only=False),
+    "aerial_work": dict(area=circle("513045N", "0000512W", "0.5NM"), floor="SFC", ceiling="1000FT AMSL",
+                        valid_from_raw="2808020800", valid_to_raw="2808021200", uas_only=False),
+    "zh_centre_first_lon": dict(area=circle("北纬30.2741度", "东经120.1551度", "3公里"), ceiling="真高300米",
+                                utc_offset_hours=8.0, valid_from_raw="2028年4月15日6时", valid_to_raw="2028年4月15日14时",
+                                uas_only=True),
+    "ils": dict(notam_id="A0455/28", valid_from_raw="2805010600", valid_to_raw="2805031800", uas_only=False),
+    "hours": dict(uas_only=False),
+    "comma_polygon": dict(area=polygon(("45 12 30N", "005 40 00E"), ("45 15 00N", "005 45 00E"),
+                                       ("45 10 00N", "005 48 00E")),
+                          floor="SFC", ceiling="6500FT AMSL", valid_from_raw="2810010700", valid_to_raw="2810011500",
+                          uas_only=False),
+    "signed_decimal": dict(area=circle("-37.7906", "144.9117", "2 km"), ceiling="400 feet", utc_offset_hours=11.0,
+                           valid_from_raw="4 November 2028 10:00", valid_to_raw="4 November 2028 19:00", uas_only=True),
+    "fdc_lower": dict(area=circle("340350n", "1181440w", "1nm"), floor="sfc", ceiling="1500ft agl",
+                      valid_from_raw="2811041800", valid_to_raw="2811050400", uas_only=False),
+    "uas_prohibited_area": dict(area=circle("41.9029 N", "12.4534 E", "800 metres"), ceiling="60 m above ground",
+                                valid_from_raw="8 December 2028 07:00 UTC", valid_to_raw="8 December 2028 13:00 UTC",
+                                uas_only=True),
+    "flight_levels": dict(area=polygon(("35°00'N", "117°30'W"), ("35°30'N", "117°30'W"), ("35°30'N", "117°00'W"),
+                                       ("35°00'N", "117°00'W")),
+                          floor="FL180", ceiling="FL290", valid_from_raw="2028-05-06 14:00 UTC",
+                          valid_to_raw="2028-05-06 22:00 UTC", uas_only=False),
+    "zh_all_heights": dict(area=circle("北纬39.9042度", "东经116.4074度", "5公里"), utc_offset_hours=8.0,
+                           valid_from_raw="2028年10月1日9时", valid_to_raw="12时", uas_only=False),
+}
+
+
+@pytest.mark.parametrize("notices, right", [(H.NOTICES, RIGHT), (H.FRESH, FRESH_RIGHT), (H.UNSEEN, UNSEEN_RIGHT)],
+                         ids=["handwritten", "fresh", "unseen"])
 def test_each_notice_read_right_has_nothing_wrong_and_its_pieces_are_in_it(notices, right):
     assert [name for name, _, _ in notices] == list(right)
     for name, text, zone in notices:
