@@ -197,6 +197,11 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+HANDWRITTEN = (("handwritten", "Hand-written notices of kinds the other sets lack"),
+               ("fresh", "Hand-written notices in wordings the generator lacked (it has since learned from their misses)"),
+               ("unseen", "Hand-written notices in wordings the generator lacks, never used to change it"))
+
+
 def _limitations(evaluation: dict) -> list[str]:
     """The measured limitations, each with its figure from the evaluation (a set it lacks is left out)."""
     lines = ["- It was trained on generated data only. "]
@@ -216,10 +221,11 @@ def _limitations(evaluation: dict) -> list[str]:
         lines.append(f"- Text that defines no zone (`negatives`): no zone on {g['notams_no_zone']:.3f} of "
                      f"{g['n_notams']} dev NOTAMs that define none and on {g['garbage_no_zone']:.3f} of "
                      f"{g['n_garbage']} garbage texts.")
-    if h := evaluation.get("handwritten"):
-        wrong = "; ".join(f"{k} ({', '.join(v)})" for k, v in h["misses"].items())
-        lines.append(f"- Hand-written notices of kinds the other sets lack (`handwritten`, training/handwritten.py): "
-                     f"{h['right']} of {h['n']} read right" + (f"; wrong: {wrong}." if wrong else "."))
+    for key, what in HANDWRITTEN:
+        if h := evaluation.get(key):
+            wrong = "; ".join(f"{k} ({', '.join(v)})" for k, v in h["misses"].items())
+            lines.append(f"- {what} (`{key}`, training/handwritten.py): {h['right']} of {h['n']} read right"
+                         + (f"; wrong: {wrong}." if wrong else "."))
     if c := (evaluation.get("real_zones") or {}).get("confidence"):
         lines.append(f"- Confidence: setting aside the records whose least sure field is below {c['threshold']:g} "
                      f"(`trace.lowest`; `clover-struct extract --min-confidence {c['threshold']:g}`) sets aside "
