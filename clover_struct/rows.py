@@ -150,6 +150,7 @@ class Row:
         self.heads = {h: run for h, run in run_heads(canvas).items() if bound[h] and bound[run[0]]}
         self.before, self.beside = ({i: j for i, j in sibling_copies(canvas, mark).items() if bound[i] and bound[j]}
                                     for mark in ("before", "beside"))
+        self.partner = {j: i for i, j in self.beside.items()}   # the slot copied beside j (a latitude's longitude)
         self.waits_for = [after + tuple(m[i] for m in (self.before, self.beside) if i in m)   # done before i starts
                           for i, after in enumerate(self.copied_after)]
         self.placed: set[int] = set()           # slots whose copy's start `place` set
@@ -306,6 +307,9 @@ class Row:
             self.copy_run(i)
         elif i in self.before:
             self.copy_before(i)
+        elif i in self.partner:
+            self.state[i] = self.automata[i].starting_paired(self.state[i], self.remaining(i),
+                                                             self.automata[self.partner[i]])
 
     def placed_state(self, i):
         """Slot i's automaton state, its copy's start placed first where it has not begun."""

@@ -387,6 +387,19 @@ class Verbatim:
         heads = tuple(s for s in heads if self._run(s, last, items) >= items) or heads
         return (q, inside, heads) if heads else state
 
+    def starting_paired(self, state, remaining: int, partner: Verbatim):
+        """A value not begun yet, its copy to start at a piece with one of `partner`'s (the slot
+        that copies beside it) right before or after it, only separators between: a centre's
+        latitude where a longitude stands with it, not the '0.5' of '0.5NM RADIUS CENTRED
+        513045N 0000512W'. Unchanged where no piece has one."""
+        q, inside, ends = state
+        if not (self.patterned and partner.patterned and inside and isinstance(ends, int)):
+            return state
+        heads = tuple(s for s in self.source.starts(ends)
+                      if self._fits(state, s, remaining) and not self._inside(s, [partner])
+                      and (partner.ends_at(self.separated(s)) or any(partner.follows_on(e) for e in self._ends_from(s))))
+        return (q, inside, heads) if heads else state
+
     def _inside(self, start: int, others=()) -> bool:
         """Whether the piece at `start` is part of a longer one that this pattern or one of
         `others` (patterned slots on the same text) accepts whole: one that starts before it

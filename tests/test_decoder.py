@@ -293,6 +293,16 @@ def test_a_field_copies_the_piece_beside_its_sibling(toy_tokenizer):
         assert got.lon == pairs[got.lat], (seed, got)
 
 
+def test_a_field_with_a_sibling_beside_it_copies_a_piece_that_has_one(toy_tokenizer):
+    """The field a copies_beside sibling names copies a piece with one of the sibling's next to
+    it: of three latitudes only N26.09 has a longitude beside it (a circle's radius, 0.5NM, is
+    no latitude of its centre); left free, the models copy the others too."""
+    text = "radius N05.50 then N26.09 E12.00, end N33.33"
+    for seed in range(8):
+        got = extract(text, Fix, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert (got.lat, got.lon) == ("N26.09", "E12.00"), (seed, got)
+
+
 def test_items_written_last_field_first_are_read_item_by_item(toy_tokenizer):
     """Items that give their longitude first ('E14.30 N26.09; E15.00 N26.10'): the list starts at
     the first item's latitude, each longitude is the piece before its latitude, no copy starts
