@@ -245,6 +245,7 @@ class Verbatim:
         self._finish: dict = {}
         self._next: dict = {}
         self._ends: dict = {}
+        self._longer: dict = {}
 
     def _copying(self, state, remaining: int, allow_empty: bool = False) -> np.ndarray:
         """Token ids the automaton allows that carry the copy on (pad where a value may end);
@@ -260,12 +261,12 @@ class Verbatim:
                 toks = [p.tokens("body", here)]
                 if self.slot.json_kind != "string":
                     toks.append(p.tokens("closed", here))
-                    if src.may_end(ends):
+                    if self._may_stop(state, remaining):
                         toks.append(p.tokens("closed", [p.EMPTY]))
             toks = np.concatenate(toks) if len(toks) > 1 else toks[0]
             mask = self.inner.allowed_mask(q, remaining, allow_empty=allow_empty)
             keep = toks[mask[toks]]
-            if mask[self.pad_id] and (allow_empty or self._may_stop(inside, ends)):
+            if mask[self.pad_id] and (allow_empty or self._may_stop(state, remaining)):
                 keep = np.append(keep, self.pad_id)     # an absent group needs no piece
             self._tokens[key] = keep
         return self._tokens[key]
@@ -320,7 +321,7 @@ class Verbatim:
         q, inside, ends = state
         if ends == FREE:    # the token left the text: a value only if the pattern is done here
             return self.inner.is_final(q)
-        if self.inner.is_final(q) and self._may_stop(inside, ends):
+        if self.inner.is_final(q) and self._may_stop(state, remaining):
             ok = True
         else:
             ok = remaining > 0 and any(self._can_finish(self.next(state, t), remaining - 1, budget)
@@ -328,10 +329,33 @@ class Verbatim:
         self._finish[state] = (fails, remaining) if ok else (remaining, works)
         return ok
 
-    def _may_stop(self, inside: bool, ends) -> bool:
+    def _may_stop(self, state, remaining: int) -> bool:
         """Whether the value may end here as far as the copy goes: before a nullable string's
-        quote (null), once the copy is given up, or where a piece written so far ends."""
-        return not inside or ends == FREE or self.source.may_end(ends)
+        quote (null), once the copy is given up, or where a piece written so far ends, for a
+        patterned value one that no longer piece the pattern accepts goes on from within the
+        `remaining` positions: a piece is copied whole ('8 December 2028 07:00 UTC', not its
+        date; '0.1246 W', not its number)."""
+        q, inside, ends = state
+        if not inside or ends == FREE:
+            return True
+        if not (self.patterned and self.source.may_end(ends)):
+            return self.source.may_end(ends)
+        return any(self.source.edge[e] and not self._goes_on((q, inside, (e,)), remaining) for e in ends)
+
+    def _goes_on(self, state, remaining: int) -> bool:
+        """Whether a longer piece the pattern accepts whole follows on from `state` in the text."""
+        key = (state, remaining)
+        if key not in self._longer:
+            q, inside, ends = state
+            body = self.pieces.tokens("body", self.source.found(ends))
+            carry = body[self.inner.allowed_mask(q, remaining)[body]]
+            try:
+                self._longer[key] = remaining > 1 and any(
+                    self._can_finish(self.next(state, t), remaining - 1, [self.SEARCH]) for t in carry.tolist()
+                    if t != self.pad_id and self.next(state, t)[2] != FREE)
+            except _SearchTooLong:
+                self._longer[key] = False
+        return self._longer[key]
 
     def starting_from(self, state, offset: int, remaining: int, *, or_anywhere: bool = False, among=()):
         """A value not begun yet, its copy to start at `offset` of the text or later: a patterned

@@ -303,6 +303,21 @@ def test_a_field_with_a_sibling_beside_it_copies_a_piece_that_has_one(toy_tokeni
         assert (got.lat, got.lon) == ("N26.09", "E12.00"), (seed, got)
 
 
+class Stamp(BaseModel):
+    at: str = Field(pattern=r"^[0-9]{4}( UTC)?$", json_schema_extra={"verbatim": True, "max_tokens": 8})
+    until: Optional[str] = Field(None, pattern=r"^[0-9]{4}( UTC)?$", json_schema_extra={"verbatim": True})
+
+
+def test_a_patterned_copy_takes_the_whole_piece(toy_tokenizer):
+    """A copy ends where no longer piece its pattern accepts goes on from it: '0800 UTC', not
+    the '0800' inside it (a date without its clock, a number without its hemisphere); left
+    free, the models stop at the shorter piece too."""
+    text = "open 0800 UTC, shut 1730 UTC"
+    for seed in range(8):
+        got = extract(text, Stamp, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert got.at in ("0800 UTC", "1730 UTC") and got.until in (None, "0800 UTC", "1730 UTC"), (seed, got)
+
+
 def test_items_written_last_field_first_are_read_item_by_item(toy_tokenizer):
     """Items that give their longitude first ('E14.30 N26.09; E15.00 N26.10'): the list starts at
     the first item's latitude, each longitude is the piece before its latitude, no copy starts

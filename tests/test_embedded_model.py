@@ -60,7 +60,7 @@ def test_reads_a_boundary_that_gives_longitude_first(model):
     before it; copied after the latitude instead, every longitude was the next vertex's."""
     zone = extract(LONGITUDE_FIRST, NoFlyZone, model=model)
     assert zone.polygon == [(23.12, 113.25), (23.12, 113.31), (23.08, 113.31), (23.08, 113.25)]
-    assert (zone.ceiling, zone.uas_only) == ("真高300米", True)
+    assert (zone.ceiling, zone.ceiling_m, zone.uas_only) == ("真高300米以下", 300.0, True)   # the whole piece
     assert zone.valid_from == datetime(2032, 5, 3, 0, 0, tzinfo=timezone.utc)
 
 
