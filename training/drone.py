@@ -62,19 +62,13 @@ def _en_vertical(rng: random.Random, spec: ZoneSpec, meant: N.Meant):
         floor_piece = floor_text
     if spec.ceiling_m is None:
         if spec.floor_m == 0:
-            return (rng.choice(["at all altitudes", "with no upper limit", "all heights", "at any height"]),
-                    floor_text, "unlimited", None, None)
+            return rng.choice(["at all altitudes", "with no upper limit"]), floor_text, "unlimited", None, None
         return f"from {floor_text} upwards", floor_text, rng.choice(["unlimited", "UNL", "none"]), floor_piece, None
     ceiling, meant.ceiling_m, meant.ceiling_ref = N.plain_limit(rng, spec.ceiling_m, spec.ceiling_ref)
-    if meant.ceiling_ref == "AGL" and rng.random() < 0.2:   # '400 ft': a height naming no reference is AGL
-        ceiling = " ".join(ceiling.split()[:2])
     if spec.floor_m == 0:
         if rng.random() < 0.4:   # the surface stated: copied as the floor
-            said = rng.choice([f"from the surface up to {ceiling}", f"surface to {ceiling}"])
-            return said, "surface", ceiling, "surface", ceiling
-        said = rng.choice([f"below {ceiling}", f"up to {ceiling}", f"maximum height {ceiling}", f"max {ceiling}",
-                           f"not above {ceiling}"])
-        return said, floor_text, ceiling, None, ceiling
+            return f"from the surface up to {ceiling}", "surface", ceiling, "surface", ceiling
+        return rng.choice([f"below {ceiling}", f"up to {ceiling}"]), floor_text, ceiling, None, ceiling
     return f"between {floor_text} and {ceiling}", floor_text, ceiling, floor_piece, ceiling
 
 
@@ -121,8 +115,8 @@ def _reason(rng: random.Random) -> str:
     return " ".join(words)
 
 
-def _area(rng: random.Random, spec: ZoneSpec, meant: N.Meant) -> tuple[str, list[str], dict]:
-    """(circle/polygon phrase for prose, bulletin lines, gold area)."""
+def _area(rng: random.Random, spec: ZoneSpec, meant: N.Meant) -> tuple[str, str, dict]:
+    """(circle/polygon phrase for prose, bulletin phrase, gold area)."""
     notation = rng.choice(EN_NOTATIONS)
     places = rng.choice([3, 4, 4, 5, 6]) if notation.startswith("decimal") else 0
     if spec.radius_m is not None:
@@ -130,20 +124,12 @@ def _area(rng: random.Random, spec: ZoneSpec, meant: N.Meant) -> tuple[str, list
         r, meant.radius_m = N.radius(rng, spec.radius_m, unit)
         c_text, (lat, lon), meant.center = _en_position(*spec.center, notation, places)
         meant.kind = "circle"
-        prose = rng.choice([f"within {r} of {c_text}", f"within {r} of {c_text}", f"within a {r} radius of {c_text}",
-                            f"in a radius of {r} around {c_text}", f"{r} around {c_text}",
-                            f"around {c_text} (radius {r})"])
-        lines = ([f"Area: circle, radius {r}, centred on {c_text}"] if rng.random() < 0.5 else
-                 [f"{rng.choice(['Centre', 'Center', 'Centre point'])}: {c_text}", f"Radius: {r}"])
-        return prose, lines, N.circle_area(lat, lon, r)
+        return f"within {r} of {c_text}", f"circle, radius {r}, centred on {c_text}", N.circle_area(lat, lon, r)
     pts = [_en_position(a, b, notation, places) for a, b in spec.vertices]
     meant.kind, meant.vertices = "polygon", [p[2] for p in pts]
     sep = rng.choice(["; ", " / "] if notation == "decimal" else ["; ", " / ", " - "])  # no dash before a minus
     listed = sep.join(t for t, _, _ in pts)
-    prose = rng.choice([f"within the area bounded by {listed}", f"inside the area bounded by {listed}",
-                        f"in the area defined by {listed}", f"within the polygon {listed}"])
-    lines = [rng.choice([f"Area: polygon {listed}", f"Boundary: {listed}", f"Vertices: {listed}"])]
-    return prose, lines, N.polygon_area([p[1] for p in pts])
+    return f"within the area bounded by {listed}", f"polygon {listed}", N.polygon_area([p[1] for p in pts])
 
 
 def draw_unit(rng: random.Random, metres: float, weights: dict) -> str:
@@ -155,17 +141,15 @@ def en_notice(rng: random.Random, spec: ZoneSpec, style: str) -> tuple[str, NoFl
     """style 'drone_en_prose' or 'drone_en_fields'."""
     meant = N.Meant()
     reason = _reason(rng)
-    area_prose, area_lines, area = _area(rng, spec, meant)
+    area_prose, area_field, area = _area(rng, spec, meant)
     vertical, lower_text, upper_text, floor, ceiling = _en_vertical(rng, spec, meant)
     when, start_text, end_text, start, end, offset = _en_times(rng, spec, meant, style == "drone_en_prose")
     schedule = None
     if spec.windows:
         joined = " and ".join(f"{a[:2]}:{a[2:]}-{b[:2]}:{b[2:]}" for a, b in spec.windows)
         schedule = rng.choice([f"daily {joined}", f"DLY {' '.join(f'{a}-{b}' for a, b in spec.windows)}"])
-    who = (rng.choice(["unmanned aircraft (drones)", "drones", "all unmanned aircraft", "remotely piloted aircraft",
-                       "drone operators"]) if spec.uas_only
-           else rng.choice(["all aircraft, including drones,", "all aircraft", "drones and all other aircraft",
-                            "manned and unmanned aircraft"]))
+    who = (rng.choice(["unmanned aircraft (drones)", "drones", "all unmanned aircraft"]) if spec.uas_only
+           else rng.choice(["all aircraft, including drones,", "all aircraft"]))
     name = place(rng, title=True)
     contact = f"{name} Police on {draw.phone(rng)}" if rng.random() < 0.5 else f"{name} ATC ({draw.phone(rng)})"
     permission = (f"Flights require prior permission from {contact}." if spec.authorisable
@@ -173,45 +157,25 @@ def en_notice(rng: random.Random, spec: ZoneSpec, style: str) -> tuple[str, NoFl
     if style == "drone_en_prose":
         title = rng.choice(["DRONE NO-FLY ZONE NOTICE", "Temporary flight restriction for drones",
                             "Notice to drone operators", "PUBLIC NOTICE: AIRSPACE RESTRICTION", ""])
-        flights = (rng.choice(["Drone flights", "Unmanned aircraft flights", "Drone operations", "Drones", "UAS flights"])
-                   if spec.uas_only else rng.choice(["All flights", "Flights of all aircraft, drones included,",
-                                                     "Drones and all other aircraft"]))
-        verb = rng.choice(["are banned", "are prohibited", "are not permitted", "are not allowed"])
-        form = rng.random()
-        if form < 0.4:
-            verb = rng.choice(["are prohibited from flying", "may not operate", "must not fly", "may not fly"])
+        if rng.random() < 0.6:
+            verb = rng.choice(["are prohibited from flying", "may not operate", "must not fly"])
             body = f"Due to {reason}, {who} {verb} {area_prose} {vertical}, {when}."
-        elif form < 0.7:   # the flights banned, the reason last
+        else:   # the flights banned, the reason last
+            flights = (rng.choice(["Drone flights", "Unmanned aircraft flights", "Drone operations"]) if spec.uas_only
+                       else rng.choice(["All flights", "Flights of all aircraft, drones included,"]))
+            verb = rng.choice(["are banned", "are prohibited", "are not permitted"])
             body = f"{flights} {verb} {area_prose} {vertical} {when} for {reason}."
-        elif form < 0.85:   # the times before the heights
-            why = rng.choice([f"because of {reason}", f"due to {reason}", f"for {reason}"])
-            body = f"{flights} {verb} {area_prose} {when}, {vertical}, {why}."
-        else:   # terse: 'no drones: 500 m around ..., max 120 m agl, ... (reason)'
-            ban = (rng.choice(["No drones", "No drone flying", "Drone ban", "No UAS"]) if spec.uas_only
-                   else rng.choice(["No flying", "All flights banned", "No aircraft or drones"]))
-            body = f"{ban}: {area_prose}, {vertical}, {when} ({reason})"
         if schedule:
             body += f" The restriction is active {schedule}." if schedule.startswith("daily") else f" Hours: {schedule}."
         text = f"{title}\n\n{body} {permission}".strip()
     else:
-        since, until = rng.choice([("Valid from", "Valid until"), ("Start", "End"), ("From", "To"),
-                                   ("Begins", "Ends"), ("Effective", "Expires")])
-        fields = [[f"{rng.choice(['Reason', 'Purpose', 'Event', 'Name'])}: {reason}"], area_lines,
-                  [f"{since}: {start_text}", f"{until}: {end_text}"]]
-        if rng.random() < 0.7:
-            fields.append([f"Lower limit: {lower_text}", f"Upper limit: {upper_text}"])
-            floor = floor or lower_text   # 'Lower limit: SFC' states the floor: copied
-        else:   # 'Height: up to 400 ft AGL'
-            fields.append([f"Height: {vertical}"])
+        lines = [rng.choice(["UAS FLIGHT RESTRICTION", "DRONE RESTRICTION BULLETIN", "No-fly zone"]),
+                 f"Reason: {reason}", f"Area: {area_field}", f"Lower limit: {lower_text}",
+                 f"Upper limit: {upper_text}", f"Valid from: {start_text}", f"Valid until: {end_text}"]
+        floor = floor or lower_text   # 'Lower limit: SFC' states the floor: copied
         if schedule:
-            fields.append([f"Active hours: {schedule}"])
-        fields.append([f"Applies to: {'unmanned aircraft only' if spec.uas_only else 'all aircraft'}"
-                       if rng.random() < 0.6 else
-                       f"Restriction: {'drones prohibited' if spec.uas_only else 'all flights prohibited'}"])
-        rng.shuffle(fields)
-        lines = [rng.choice(["UAS FLIGHT RESTRICTION", "DRONE RESTRICTION BULLETIN", "No-fly zone",
-                             "UAS GEOGRAPHICAL ZONE", "Temporary drone restriction"])]
-        lines += [line for field in fields for line in field]
+            lines.append(f"Active hours: {schedule}")
+        lines.append(f"Applies to: {'unmanned aircraft only' if spec.uas_only else 'all aircraft'}")
         if permission:
             lines.append(f"Permission: {permission}")
         text = "\n".join(lines)
@@ -317,10 +281,7 @@ def zh_notice(rng: random.Random, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Mea
     title = f"{city}{office}关于划设{rng.choice(['临时', '临时', ''])}禁飞区域的通告"
     ban = f"禁止{who}飞行" if rng.random() < 0.6 else f"设立{rng.choice(['临时', ''])}禁飞区，禁止{who}飞行"
     joint = "" if ban.startswith("设立") and rng.random() < 0.4 else "，"   # 真高150米以下设立禁飞区
-    if rng.random() < 0.25:   # the time first, the reason last: '…禁止无人机飞行。原因：马拉松比赛。'
-        body = f"{when}，{where}内{rng.choice(['', '，'])}{height}{joint}{ban}。{rng.choice(['原因：', '事由：'])}{reason}。"
-    else:
-        body = f"因{reason}需要，{when}，{rng.choice(['在', ''])}{where}内{rng.choice(['', '，'])}{height}{joint}{ban}。"
+    body = f"因{reason}需要，{when}，{rng.choice(['在', ''])}{where}内{rng.choice(['', '，'])}{height}{joint}{ban}。"
     if schedule:
         body += f"管制时段为{schedule}。"
     if spec.authorisable:

@@ -135,10 +135,8 @@ def _listing(rng, spec, meant, start, end, reason, uas):
     else:
         a, b = (f"{N.MONTHS[t.month - 1]} {t:%d}, {t.year} at {t:%H%M} UTC" for t in (start, end))
     head = f"TFR {start.year % 10}/{rng.randint(1000, 9999)}" if rng.random() < 0.6 else "Temporary Flight Restriction"
-    since, until = rng.choice([("Beginning Date and Time", "Ending Date and Time")] * 3 + [("Effective", "Expires"),
-                              ("Start", "End"), ("From", "Until")])
     fields = [[f"Type: {rng.choice(KINDS)}"], [f"Location: {place(rng, title=True)}, {rng.choice(STATES)}"],
-              [f"{since}: {a}", f"{until}: {b}"],
+              [f"Beginning Date and Time: {a}", f"Ending Date and Time: {b}"],
               [f"{rng.choice(['Reason', 'Reason for NOTAM'])}: {reason}"]]
     rng.shuffle(fields)
     lines = [head, *(line for field in fields for line in field), *where]

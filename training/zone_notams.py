@@ -53,28 +53,6 @@ def _limits(rng, spec: ZoneSpec, meant: N.Meant) -> tuple[str, str]:
     return lower, upper or "UNL"
 
 
-def circle_words(rng: random.Random, r: str, centre: str) -> str:
-    """Item E's circle as notices word it: 'WI 2NM RADIUS OF <centre>' most often, else a
-    radius centred on, a circle around, or the centre first ('<centre> RADIUS 2NM')."""
-    if rng.random() < 0.6:
-        return f"WI {r} RADIUS{rng.choice([' OF', ' OF', ':', '', ' OF PSN'])} {centre}"
-    within = rng.choice(["WI", "WITHIN", "INSIDE"])
-    on = rng.choice(["CENTRED ON", "CENTERED ON", "CENTRE", "CENTER", "AROUND", "FROM", "CENTRED AT", "ON"])
-    return rng.choice([f"{within} A RADIUS OF {r} {on} {centre}", f"{within} A CIRCLE OF {r} RADIUS {on} {centre}",
-                       f"CIRCLE RADIUS {r} {on} {centre}", f"CIRCLE WITH RADIUS {r} {on} {centre}",
-                       f"{within} {r} {on} {centre}", f"CIRCLE {on} {centre} RADIUS {r}",
-                       f"{centre} RADIUS {r}", f"AREA OF {r} RADIUS {on} {centre}"])
-
-
-def polygon_words(rng: random.Random, listed: str) -> str:
-    """Item E's polygon: 'WI AREA BOUNDED BY <v1> - <v2> ...' most often, else other framings."""
-    if rng.random() < 0.6:
-        return f"WI {rng.choice(['', 'AN '])}AREA BOUNDED BY{rng.choice(['', ':'])} {listed}"
-    return rng.choice([f"WI AREA {listed}", f"AREA: {listed}", f"WI THE FLW AREA: {listed}", f"BOUNDED BY {listed}",
-                       f"AREA DEFINED BY {listed}", f"WI LINES JOINING {listed}", f"WI {listed}",
-                       f"WITHIN THE AREA {listed}"])
-
-
 def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, NoFlyZone, N.Meant]:
     """A NOTAM whose item E gives the precise zone of `spec`, its gold and meaning."""
     reason, P = rng.choice(ZONE_REASONS), place(rng)
@@ -89,7 +67,7 @@ def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, N
         unit = "KM" if unit in ("M", "FT") and spec.radius_m >= 3000 else unit
         r, meant.radius_m = N.radius(rng, spec.radius_m, unit, [unit])
         text, lat, lon, meant.center = _position(*spec.center, notation, joined, places)
-        area_text = circle_words(rng, r, text)
+        area_text = f"WI {r} RADIUS{rng.choice([' OF', ' OF', ':', '', ' OF PSN'])} {text}"
         area, meant.kind = N.circle_area(lat, lon, r), "circle"
     else:
         pts = [_position(a, b, notation, joined, places) for a, b in spec.vertices]
@@ -98,7 +76,7 @@ def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, N
         if close == "repeat":
             pts.append(pts[0])  # notices usually close the ring by repeating the first vertex
         listed = rng.choice([" - ", "-", " -\n"]).join(p[0] for p in pts) + " BACK TO START" * (close == "back")
-        area_text = polygon_words(rng, listed)
+        area_text = f"WI {rng.choice(['', 'AN '])}AREA BOUNDED BY{rng.choice(['', ':'])} {listed}"
         area = [(p[1], p[2]) for p in pts]   # located in the laid-out text below
     if spec.uas_only:
         head = rng.choice([f"UAS RESTRICTION DUE TO {reason}", f"RESTRICTED AREA (TEMPORARY) FOR UAS ONLY DUE TO {reason}",
@@ -108,13 +86,7 @@ def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, N
         head = rng.choice([reason, f"RESTRICTED AREA (TEMPORARY) ESTABLISHED DUE TO {reason}",
                            f"{reason}. ALL ACFT PROHIBITED", f"PILOTS ARE REQUESTED NOT TO OVERFLY {reason}",
                            f"ALL FLIGHTS PROHIBITED DUE TO {reason}"])
-    if rng.random() < 0.25:   # the reason after the area: 'ACTIVATED WI ... DUE TO FILMING.'
-        head = rng.choice(["UAS FLIGHTS PROHIBITED", "UNMANNED ACFT PROHIBITED", "DRONE FLIGHTS PROHIBITED"]
-                          if spec.uas_only else ["TEMPORARY RESTRICTED AREA ACTIVATED", "DANGER AREA ACTIVE",
-                                                 "AIRSPACE RESERVED", "ALL FLIGHTS PROHIBITED"])
-        body = f"{head} {area_text} {rng.choice(['DUE TO', 'FOR'])} {reason} ({P})."
-    else:
-        body = f"{head} {area_text} ({P})."
+    body = f"{head} {area_text} ({P})."
     if spec.authorisable:
         body += f" FLIGHTS WI THE AREA REQUIRE PRIOR PERMISSION FROM {place(rng)} ATC ON {draw.phone(rng)}."
     elif rng.random() < 0.3:
