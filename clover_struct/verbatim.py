@@ -338,9 +338,8 @@ class Verbatim:
         q, inside, ends = state
         if not inside or ends == FREE:
             return True
-        if not (self.patterned and self.source.may_end(ends)):
-            return self.source.may_end(ends)
-        return any(self.source.edge[e] and not self._goes_on((q, inside, (e,)), remaining) for e in ends)
+        return self.source.may_end(ends) and (not self.patterned or any(
+            self.source.edge[e] and not self._goes_on((q, inside, (e,)), remaining) for e in ends))
 
     def _goes_on(self, state, remaining: int) -> bool:
         """Whether a longer piece the pattern accepts whole follows on from `state` in the text."""
@@ -350,7 +349,7 @@ class Verbatim:
             body = self.pieces.tokens("body", self.source.found(ends))
             carry = body[self.inner.allowed_mask(q, remaining)[body]]
             try:
-                self._longer[key] = remaining > 1 and any(
+                self._longer[key] = remaining > 0 and any(
                     self._can_finish(self.next(state, t), remaining - 1, [self.SEARCH]) for t in carry.tolist()
                     if t != self.pad_id and self.next(state, t)[2] != FREE)
             except _SearchTooLong:

@@ -28,7 +28,7 @@ over the dev NOTAMs that define no zone and seeded garbage text, "negatives":
 Both take at most --n notices (spread over the file; 20 with --quick) and are skipped, with a
 line on stderr, when their file is absent. `handwritten` (training/handwritten.py): notices of
 the kinds the other sets lack, each with what it got wrong; `fresh` and `unseen`: notices
-worded as no generated notice was (handwritten.py says which the generator has since learned from).
+worded as no generated notice is (handwritten.py says how each was kept apart from the generator).
 """
 
 from __future__ import annotations

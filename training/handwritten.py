@@ -68,11 +68,11 @@ NOTICES = [
     ("garbage", "Lorem ipsum 12345 !!! the quick brown fox jumps ### 0x3F", None),
 ]
 
-# Written on 2026-12-06 in wordings the generator's families did not write then (clauses in
-# another order, other verbs and labels, ISO dates, CRLF and doubled spaces, a Chinese
-# polygon in DMS); four define no zone. The generator's wider wording (4240fe5) was written
-# after reading what the model got wrong here, so past that commit FRESH is no blind test:
-# UNSEEN, written after it and never used to change the generator, is.
+# Written on 2026-12-06 in wordings no generator family writes (clauses in another order,
+# other verbs and labels, ISO dates, CRLF and doubled spaces, a Chinese polygon in DMS); four
+# define no zone. A wider wording of the generator was written after reading what the model got
+# wrong here (4240fe5, reverted: training/LOG.md), so FRESH would not test a model trained on
+# such wording blind; UNSEEN, written after it and never used to change the generator, would.
 FRESH = [
     ("fr_radius_centred", "B0412/27 NOTAMN\nQ) LFFF/QRTCA/IV/BO/W/000/035/4851N00221E003\nA) LFPG B) 2705140600 "
                           "C) 2705141800\nE) TEMPORARY RESTRICTED AREA ACTIVATED WITHIN A RADIUS OF 3NM CENTRED ON "

