@@ -1,11 +1,13 @@
 """Notices written by hand for the project, one of each kind a user brings that the generated
 sets and the real dev files do not hold: a lowercase ICAO NOTAM, FAA domestic TFRs (the FDC
 line, the same in words, the web listing), an English drone notice in km and ft with a local
-clock, a Chinese 禁飞区 notice in Beijing time, a 5-vertex polygon in spaced DMS, and garbage.
+clock, a Chinese 禁飞区 notice in Beijing time, a 5-vertex polygon in spaced DMS, and garbage
+(NOTICES: the generator has since learned their kinds); and notices worded as no generated
+notice is (FRESH, UNSEEN: how the model reads a wording it never saw).
 
 Each is scored as zone_eval scores a real zone (footprint at IoU >= 0.9, limits, validity and
 uas_only exact) or, for garbage, as a negative (no zone). `python training/evaluate.py --sets
-handwritten` prints what each notice got wrong. Knows nothing of decoding.
+handwritten,fresh,unseen` prints what each notice got wrong. Knows nothing of decoding.
 """
 
 from __future__ import annotations
