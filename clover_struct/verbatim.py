@@ -349,9 +349,9 @@ class Verbatim:
             body = self.pieces.tokens("body", self.source.found(ends))
             carry = body[self.inner.allowed_mask(q, remaining)[body]]
             try:
+                after = (self.next(state, t) for t in carry.tolist() if t != self.pad_id)
                 self._longer[key] = remaining > 0 and any(
-                    self._can_finish(self.next(state, t), remaining - 1, [self.SEARCH]) for t in carry.tolist()
-                    if t != self.pad_id and self.next(state, t)[2] != FREE)
+                    self._can_finish(s, remaining - 1, [self.SEARCH]) for s in after if s[2] != FREE)
             except _SearchTooLong:
                 self._longer[key] = False
         return self._longer[key]

@@ -48,7 +48,7 @@ from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.generate import HELDOUT_FAMILY, examples, judgment_cases  # noqa: E402
-from training.handwritten import FRESH, UNSEEN, score_handwritten  # noqa: E402
+from training.handwritten import SETS as HANDWRITTEN, score_handwritten  # noqa: E402
 from training.zone_eval import (FIELDS, NOTAMS_DEV, ZONES_DEV, read_jsonl, score_negatives,  # noqa: E402
                                 score_real_zones)
 
@@ -239,9 +239,7 @@ def main(argv=None) -> int:
         "judgments": lambda: score_judgments(judgment_cases(m, EVAL_SEED + 4), model),
         "real_zones": lambda: _or_skip("real_zones", ZONES_DEV, score_real_zones, model, n),
         "negatives": lambda: _or_skip("negatives", NOTAMS_DEV, score_negatives, model, n),
-        "handwritten": lambda: score_handwritten(model),
-        "fresh": lambda: score_handwritten(model, FRESH),
-        "unseen": lambda: score_handwritten(model, UNSEEN),
+        **{name: (lambda notices=notices: score_handwritten(model, notices)) for name, notices in HANDWRITTEN.items()},
     }
     only = args.sets.split(",") if args.sets else list(sets)
     if unknown := set(only) - set(sets):
@@ -272,7 +270,7 @@ def main(argv=None) -> int:
         print(f"negatives: no zone on {g['notams_no_zone']:.3f} of {g['n_notams']} dev NOTAMs that define none "
               f"({g['with_position_no_zone']:.3f} of the {g['n_with_position']} obstacles at a position), "
               f"on {g['garbage_no_zone']:.3f} of {g['n_garbage']} garbage texts")
-    for name in ("handwritten", "fresh", "unseen"):
+    for name in HANDWRITTEN:
         if h := report.get(name):
             wrong = "; ".join(f"{k}: {', '.join(v)}" for k, v in h["misses"].items()) or "none"
             print(f"{name}: {h['right']} of {h['n']} notices read right; wrong: {wrong}")

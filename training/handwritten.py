@@ -34,13 +34,13 @@ def _dms(d, m=0, s=0):
 
 
 _FT = 0.3048
-_NEW_YORK = _circle(40 + 45 / 60 + 12 / 3600, -(73 + 58 / 60 + 30 / 3600), 2 * 1852.0, 2999 * _FT, "AGL",
+_NEW_YORK = _circle(_dms(40, 45, 12), -_dms(73, 58, 30), 2 * 1852.0, 2999 * _FT, "AGL",
                     "2026-12-05T12:00:00Z", "2026-12-05T18:00:00Z")
 NOTICES = [
     ("lowercase", "a0123/32 notamn\nq) egtt/qrtca/iv/bo/w/000/025/5130n00010w003\na) egll b) 3207011000 c) 3207011600\n"
                   "e) temporary restricted area wi 2nm radius of 513012n 0001012w. all acft prohibited.\n"
                   "f) sfc g) 2500ft amsl",
-     _circle(51 + 30 / 60 + 12 / 3600, -(10 / 60 + 12 / 3600), 2 * 1852.0, 2500 * _FT, "AMSL",
+     _circle(_dms(51, 30, 12), -_dms(0, 10, 12), 2 * 1852.0, 2500 * _FT, "AMSL",
              "2032-07-01T10:00:00Z", "2032-07-01T16:00:00Z")),
     ("faa_fdc", "!FDC 6/1234 ZNY NY..AIRSPACE NEW YORK, NY..TEMPORARY FLIGHT RESTRICTIONS WI AN AREA DEFINED AS "
                 "2NM RADIUS OF 404512N0735830W (JFK) SFC-2999FT AGL EFFECTIVE 2612051200 UTC (0700 LOCAL 12/05/26) "
@@ -62,11 +62,9 @@ NOTICES = [
                     "C) 3108050600\nE) DANGER AREA ACTIVATED BOUNDED BY 32 20 00S 115 30 00E - 32 20 00S 115 50 00E - "
                     "32 35 00S 115 55 00E - 32 45 00S 115 40 00E - 32 35 00S 115 25 00E - 32 20 00S 115 30 00E.\n"
                     "F) SFC G) FL100",
-     {"shape": "polygon", "polygon": [[-(32 + 20 / 60), 115.5], [-(32 + 20 / 60), 115 + 50 / 60],
-                                      [-(32 + 35 / 60), 115 + 55 / 60], [-32.75, 115 + 40 / 60],
-                                      [-(32 + 35 / 60), 115 + 25 / 60]],
-      "floor_m": 0.0, "floor_ref": "AGL", "ceiling_m": 3048.0, "ceiling_ref": "STD",
-      "valid_from": "2031-08-01T00:00:00Z", "valid_to": "2031-08-05T06:00:00Z", "uas_only": False}),
+     _polygon([(-_dms(32, 20), 115.5), (-_dms(32, 20), _dms(115, 50)), (-_dms(32, 35), _dms(115, 55)),
+               (-32.75, _dms(115, 40)), (-_dms(32, 35), _dms(115, 25))], 3048.0, "STD",
+              "2031-08-01T00:00:00Z", "2031-08-05T06:00:00Z")),
     ("garbage", "Lorem ipsum 12345 !!! the quick brown fox jumps ### 0x3F", None),
 ]
 
@@ -205,6 +203,8 @@ UNSEEN = [
      _circle(39.9042, 116.4074, 5000.0, None, None, "2028-10-01T01:00:00Z", "2028-10-01T04:00:00Z")),
 ]
 
+
+SETS = {"handwritten": NOTICES, "fresh": FRESH, "unseen": UNSEEN}   # evaluate.py's set names
 
 def misses(pred, zone: dict | None) -> list[str]:
     """What an extraction got wrong against a notice's label: "footprint", field names, "no zone"
