@@ -42,7 +42,7 @@ import torch
 from .constraints import compile_canvas
 from .decoder import SCHEDULES, Trace, decode
 from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
-from .repair import finish
+from .repair import failed_variants, finish
 from .schema_walk import build_canvas
 from .verbatim import for_text, spans, unwrapped
 
@@ -364,7 +364,8 @@ def decode_jobs(model, canvas, automata, jobs, options, on_step=None):
 
     The batch is one joint decode; if it fails unexpectedly, each record is decoded alone,
     so the failure stays with the record that causes it. on_step(passes, {record index: Row})
-    is called after every denoising step (decoder.decode's hook, its rows named by record)."""
+    is called after every denoising step (decoder.decode's hook, its rows named by record),
+    a record decoded again (`_settled`) included."""
     ready, bound = [], []
     for job in jobs:
         try:
@@ -388,15 +389,49 @@ def decode_jobs(model, canvas, automata, jobs, options, on_step=None):
             for job in ready:
                 yield from decode_jobs(model, canvas, automata, [job], options, on_step)
         return
-    for (n, *_), row in zip(ready, rows):
+    for job, automata_bound, row in zip(ready, bound, rows):
+        yield job[0], *_settled(model, canvas, automata_bound, job, row, options, on_step)
+
+
+def _outcome(row) -> tuple[Any, list[int]]:
+    """A decoded row's record (or ExtractionError), and its ids as decoded (finish may mend them)."""
+    decoded = list(row.ids)
+    try:
+        value = finish(row)
+        row.trace.spans = spans(row)
+    except ExtractionError as e:
+        value = e
+    except Exception as e:
+        value = internal_failure("validating the decoded record", e)
+    return value, decoded
+
+
+def _settled(model, canvas, automata, job, row, options, on_step) -> tuple[Any, Trace]:
+    """A decoded record, finished: (value or ExtractionError, trace). Where it could not be made
+    valid with a union variant the model chose (repair.failed_variants), it is decoded again
+    with that variant barred, so the model's next choice is decoded whole (a circle the model
+    ranked second after a polygon the text cannot fill, rather than a polygon mended to null);
+    again while another fails. The last valid record stands; the trace counts every decode."""
+    value, decoded = _outcome(row)
+    kept, barred, traces = (value, row.trace), {}, [row.trace]
+    hook = None if on_step is None else lambda step, passes, rows: on_step(passes, {job[0]: rows[0]})
+    while bars := {i: tag for i, tag in failed_variants(row, decoded, value).items()
+                   if i not in job[2] and tag not in barred.get(i, ())}:
+        for i, tag in bars.items():
+            barred.setdefault(i, set()).add(tag)
         try:
-            value = finish(row)
-            row.trace.spans = spans(row)
-        except ExtractionError as e:
-            value = e
-        except Exception as e:
-            value = internal_failure("validating the decoded record", e)
-        yield n, value, row.trace
+            row = decode(model, [job[1]], [canvas], [automata], known=[job[2]], barred=[barred], on_step=hook,
+                         **options)[0]
+        except Exception:   # (the record as first decoded stands)
+            break
+        traces.append(row.trace)
+        value, decoded = _outcome(row)
+        if not isinstance(value, ExtractionError) or isinstance(kept[0], ExtractionError):
+            kept = (value, row.trace)
+    for t in traces:
+        if t is not kept[1]:
+            kept[1].count(t)
+    return kept
 
 
 def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, trace: bool = False,

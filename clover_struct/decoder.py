@@ -182,9 +182,9 @@ class _History:
 SCHEDULES = ("joint", "sequential", "one_token")
 
 
-def _start(canvases, automata, known) -> list[Row]:
+def _start(canvases, automata, known, barred) -> list[Row]:
     """A row per canvas, the known values written in."""
-    rows = [Row(c, a) for c, a in zip(canvases, automata)]
+    rows = [Row(c, a, b) for c, a, b in zip(canvases, automata, barred or [None] * len(canvases))]
     for row, fixed in zip(rows, known or [{}] * len(rows)):
         for i, toks in sorted(fixed.items()):
             for t in list(toks) + [row.canvas.pad_id] * (row.canvas.slots[i].budget - len(toks)):
@@ -212,14 +212,15 @@ def _commit(r: Row, lp, block_start, block_end, step, schedule, threshold, tempe
 @torch.no_grad()
 def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, *, threshold: float = 0.9,
            temperature: float = 0.0, generator: torch.Generator | None = None,
-           block_size: int | None = None, known: list[dict] | None = None,
+           block_size: int | None = None, known: list[dict] | None = None, barred: list[dict] | None = None,
            schedule: str = "joint", use_cache: bool = True,
            on_step: Callable[[int, int, list[Row]], None] | None = None) -> list[Decoded]:
     """Fill every canvas; a Decoded per canvas (ids, trace, the alternatives ranked per position).
 
     prompts: token ids per canvas (any lengths); canvases: same layout length;
     automata[b][i]: the SlotAutomaton or ChoiceSet of slot i of canvas b;
-    known[b]: {slot index: token ids} fixed before decoding.
+    known[b]: {slot index: token ids} fixed before decoding; barred[b]: {choice slot index:
+    candidates (tuples of token ids) it may not choose}, unless it may choose none other.
     Blocks are the canvas's (`Canvas.spans`), cut again every `block_size` tokens
     (default: the model's).
     schedule: "joint" (every unfinished slot of the block each step), or the baselines
@@ -235,7 +236,7 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
     """
     if schedule not in SCHEDULES:
         raise UsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    rows = _start(canvases, automata, known)
+    rows = _start(canvases, automata, known, barred)
     history = _history(model, prompts, use_cache, generator)
     step = 0
     for block_start, block_end in canvases[0].spans(block_size or model.config.block_size):

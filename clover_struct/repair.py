@@ -26,6 +26,7 @@ from typing import Any
 
 from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
+from .rows import groups_of
 from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
@@ -133,6 +134,23 @@ def finish(d: Decoded) -> Any:
                     raise
                 d.ids = _emptied(canvas, d.ids, part)   # more than one part fails: this one left out, then check again
     raise ExtractionError("", "could not produce a valid record")
+
+
+def failed_variants(d: Decoded, decoded: list[int], outcome) -> dict[int, tuple[int, ...]]:
+    """The union variants the model chose that its record could not be made valid with: per
+    tag slot, the candidate as decoded (`decoded`: the ids before finish mended them). Either
+    finishing changed the tag (the one change that made the record valid: null for a polygon
+    of fewer than three distinct vertices) or the field that fails (`outcome`, finish's record
+    or ExtractionError) lies inside the variant."""
+    canvas = d.canvas
+    tags = {g.selector for g in canvas.groups if g.kind == "variant"}
+    if isinstance(outcome, ExtractionError):
+        i = _slot_of(canvas, outcome.path)
+        failed = set() if i is None else {canvas.groups[gi].selector for gi in groups_of(canvas)[i]} & tags
+    else:
+        failed = {i for i in tags if d.ids[canvas.slots[i].start:canvas.slots[i].end]
+                  != decoded[canvas.slots[i].start:canvas.slots[i].end]}
+    return {i: tuple(decoded[canvas.slots[i].start:canvas.slots[i].end]) for i in failed}
 
 
 def _failing_part(canvas, ids, path: str) -> int | None:

@@ -43,6 +43,14 @@ class Trace:
         """(field, confidence) of the field the model was least sure of; None if none was decoded."""
         return min(self.confidence.items(), key=lambda item: item[1], default=None)
 
+    def count(self, other: "Trace") -> None:
+        """Count the work of another decode of the same record (a retry) in this one's."""
+        self.forward_passes += other.forward_passes
+        self.steps += other.steps
+        self.tokens_committed += other.tokens_committed
+        self.tokens_per_step += other.tokens_per_step
+        self.constraint_seconds += other.constraint_seconds
+
     @property
     def tokens_per_forward(self) -> float:
         return self.tokens_committed / max(self.steps, 1)
@@ -132,8 +140,9 @@ def slot_positions(canvas) -> tuple[bool, ...]:
 class Row:
     """Decoding state of one canvas."""
 
-    def __init__(self, canvas, automata):
+    def __init__(self, canvas, automata, barred: dict[int, set] | None = None):
         self.canvas, self.automata = canvas, automata
+        self.barred = barred or {}             # choice slot -> candidates (token tuples) not to choose
         self.ids = list(canvas.ids)
         n = len(canvas.slots)
         self.filled = [0] * n                  # positions committed, from the slot's start
@@ -333,18 +342,20 @@ class Row:
         return self.automata[i].candidates(allow_empty=self.may_be_absent(i) is not None).tolist()
 
     def unreachable(self, i, cands) -> list[int]:
-        """The candidates of choice slot i that select a union variant the text cannot fill: one
-        with a copy it must make (a required verbatim string, in required groups) of which the
-        text holds no piece, as a circle's radius in a notice that states none. None of them if
-        every candidate would be (the slot's choice then stands as the model makes it)."""
+        """The candidates of choice slot i not to choose: those barred (a union variant an
+        earlier decode of the record could not fill validly), and those that select a variant
+        the text cannot fill: one with a copy it must make (a required verbatim string, in
+        required groups) of which the text holds no piece, as a circle's radius in a notice
+        that states none. None of them if every candidate would be (the slot's choice then
+        stands as the model makes it)."""
         key = (i, len(cands))
         if key not in self._unreachable:
             unfilled = {tag for tags, copies in variant_copies(self.canvas).get(i, ())
                         if not self._can_copy(copies) for tag in tags}
-            s, ids, out = self.canvas.slots[i], list(self.ids), []
-            for k, cand in enumerate(cands if unfilled else ()):
+            s, ids, out, barred = self.canvas.slots[i], list(self.ids), [], self.barred.get(i, ())
+            for k, cand in enumerate(cands if unfilled or barred else ()):
                 ids[s.start:s.end] = cand
-                if self.canvas.slot_text(ids, i) in unfilled:
+                if tuple(cand) in barred or self.canvas.slot_text(ids, i) in unfilled:
                     out.append(k)
             self._unreachable[key] = out if len(out) < len(cands) else []
         return self._unreachable[key]

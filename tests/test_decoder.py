@@ -1,14 +1,16 @@
 """The joint decoder and the extract API, with tiny random models (which know nothing)."""
 
+import math
 import re
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional, Union
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from clover_struct import ExtractionError, SchemaError, UsageError, extract, extract_many
 from clover_struct.schema_walk import build_canvas
-from tiny_models import tiny_model, without_prefill_step
+from clover_struct.api import prompt_ids
+from tiny_models import MockModel, tiny_model, without_prefill_step
 
 
 class Six(BaseModel):
@@ -301,6 +303,58 @@ def test_a_field_with_a_sibling_beside_it_copies_a_piece_that_has_one(toy_tokeni
     for seed in range(8):
         got = extract(text, Fix, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
         assert (got.lat, got.lon) == ("N26.09", "E12.00"), (seed, got)
+
+
+class Round(BaseModel):
+    kind: Literal["round"] = "round"
+    radius: str = Field(pattern=r"^[0-9]+NM$", json_schema_extra={"verbatim": True})
+
+
+class Box(BaseModel):
+    kind: Literal["box"] = "box"
+    low: str = Field(pattern=r"^[A-Z]{3}$", json_schema_extra={"verbatim": True})
+    high: str = Field(pattern=r"^[A-Z]{3}$", json_schema_extra={"verbatim": True})
+
+    @model_validator(mode="after")
+    def _two_corners(self):
+        if self.low == self.high:
+            raise ValueError("a box needs two corners")
+        return self
+
+
+class Area(BaseModel):
+    shape: Optional[Annotated[Union[Round, Box], Field(discriminator="kind")]] = None
+
+
+class BoxThenRound(MockModel):
+    """Scripted to write a box (the text has one corner: it fails), and to rank a round second."""
+
+    def __init__(self, tok, text):
+        self.canvas = build_canvas(Area, tok)
+        box = self.canvas.fill({"shape": {"kind": "box", "low": "ABC", "high": "ABC"}})
+        super().__init__(tok, dict(enumerate(box)), len(prompt_ids(tok, text, self.canvas)))
+        i = next(k for k, s in enumerate(self.canvas.slots) if s.kind == "choice")
+        s = self.canvas.slots[i]
+        round_ = tok.encode('"round"')
+        self.second = {s.start + k: t for k, t in enumerate(round_)}
+
+    def _logits(self, offset, rows, block, at):
+        out = super()._logits(offset, rows, block, at)
+        for k, c in enumerate((at[1] + offset).tolist()):
+            if c in self.second:
+                out[k, self.second[c]] = math.log(0.005)
+        return out
+
+
+def test_a_variant_the_record_cannot_be_valid_with_is_decoded_again_without_it(toy_tokenizer):
+    """The model's box copies its one corner twice and fails its check; the single change that
+    would mend it is null, which the model rated below a round: the record is decoded again
+    without the box, and the round (its radius copied) is read, every pass counted."""
+    text = "a round 5NM wide at ABC"
+    model = BoxThenRound(toy_tokenizer, text)
+    got, trace = extract(text, Area, model=model, trace=True)
+    assert got.shape == Round(radius="5NM")
+    assert trace.forward_passes == len(model.calls) > 1, model.calls
 
 
 class Stamp(BaseModel):
