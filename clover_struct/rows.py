@@ -143,6 +143,7 @@ class Row:
     def __init__(self, canvas, automata, barred: dict[int, set] | None = None):
         self.canvas, self.automata = canvas, automata
         self.barred = barred or {}             # choice slot -> candidates (token tuples) not to choose
+        self.barred_share: dict[int, float] = {}   # choice slot -> the probability its barred candidates had
         self.ids = list(canvas.ids)
         n = len(canvas.slots)
         self.filled = [0] * n                  # positions committed, from the slot's start
@@ -400,7 +401,8 @@ def pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
 def choice_scores(row: Row, i, lp):
     """Candidates of choice slot i and their summed log-probs over the slot's positions in the
     block. The candidates' tokens' log-probs are remembered per position (row.top), so a
-    later repair can price the other candidates."""
+    later repair can price the other candidates, and so is the probability the model gives
+    the barred ones (row.barred_share), which the chosen one's confidence does not take."""
     started = time.perf_counter()
     s = row.canvas.slots[i]
     cands = row.choices(i)
@@ -411,7 +413,12 @@ def choice_scores(row: Row, i, lp):
             tokens = sorted(set(column))
             row.top[p] = (lp[p][tokens].tolist(), tokens)
             scores += lp[p][column].double()
-    scores[row.unreachable(i, cands)] = -math.inf
+    out = row.unreachable(i, cands)
+    if barred := [k for k in out if tuple(cands[k]) in row.barred.get(i, ())]:
+        seen = scores.clone()
+        seen[[k for k in out if k not in barred]] = -math.inf
+        row.barred_share[i] = float(seen.softmax(0)[barred].sum())
+    scores[out] = -math.inf
     row.trace.constraint_seconds += time.perf_counter() - started
     return cands, scores.float()
 
@@ -556,7 +563,7 @@ def decode_slot(row: Row, i, lp, block_end, step, threshold, temperature, genera
     if s.kind == "choice":
         cands, scores = choice_scores(row, i, lp)
         best = pick(scores, temperature, generator)
-        prob = float(scores.softmax(0)[best])
+        prob = float(scores.softmax(0)[best]) * (1 - row.barred_share.get(i, 0.0))
         for t in cands[best]:
             if row.done[i]:
                 break

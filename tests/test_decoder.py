@@ -349,12 +349,15 @@ class BoxThenRound(MockModel):
 def test_a_variant_the_record_cannot_be_valid_with_is_decoded_again_without_it(toy_tokenizer):
     """The model's box copies its one corner twice and fails its check; the single change that
     would mend it is null, which the model rated below a round: the record is decoded again
-    without the box, and the round (its radius copied) is read, every pass counted."""
+    without the box, and the round (its radius copied) is read, every pass counted. The round
+    is no surer than the model was of it: the box keeps its share of the tag's confidence."""
     text = "a round 5NM wide at ABC"
     model = BoxThenRound(toy_tokenizer, text)
     got, trace = extract(text, Area, model=model, trace=True)
     assert got.shape == Round(radius="5NM")
     assert trace.forward_passes == len(model.calls) > 1, model.calls
+    print(f"confidence of the tag: {trace.confidence['shape.kind']:.4f}")
+    assert trace.lowest == ("shape.kind", trace.confidence["shape.kind"]) and trace.confidence["shape.kind"] < 0.1
 
 
 class Stamp(BaseModel):
