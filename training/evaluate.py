@@ -48,7 +48,7 @@ from clover_struct.schemas import DispatchJudgments, DispatchMessage, NoFlyZone,
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.generate import HELDOUT_FAMILY, examples, judgment_cases  # noqa: E402
-from training.handwritten import SETS as HANDWRITTEN, score_handwritten  # noqa: E402
+from training.handwritten import NEW, SETS as HANDWRITTEN, score_handwritten, set_aside  # noqa: E402
 from training.zone_eval import (FIELDS, NOTAMS_DEV, ZONES_DEV, read_jsonl, score_negatives,  # noqa: E402
                                 score_real_zones)
 
@@ -274,6 +274,11 @@ def main(argv=None) -> int:
         if h := report.get(name):
             wrong = "; ".join(f"{k}: {', '.join(v)}" for k, v in h["misses"].items()) or "none"
             print(f"{name}: {h['right']} of {h['n']} notices read right; wrong: {wrong}")
+    if (c := (report.get("real_zones") or {}).get("confidence")) and (new := [report[k] for k in NEW if k in report]):
+        a = set_aside(new, c["threshold"])
+        print(f"{', '.join(k for k in NEW if k in report)} confidence: at {c['threshold']:.4f} sets aside "
+              f"{a['wrong_set_aside']} of {a['n_wrong']} wrong notices and {a['right_set_aside']} of {a['n_right']} "
+              "right ones")
     line = json.dumps(report)
     if args.out:
         Path(args.out).write_text(line + "\n")

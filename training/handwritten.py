@@ -205,6 +205,7 @@ UNSEEN = [
 
 
 SETS = {"handwritten": NOTICES, "fresh": FRESH, "unseen": UNSEEN}   # evaluate.py's set names
+NEW = ("fresh", "unseen")   # the sets in wordings the generator lacks
 
 def misses(pred, zone: dict | None) -> list[str]:
     """What an extraction got wrong against a notice's label: "footprint", field names, "no zone"
@@ -219,7 +220,20 @@ def misses(pred, zone: dict | None) -> list[str]:
 
 
 def score_handwritten(model, notices=NOTICES) -> dict:
-    """{"n", "right" (notices with nothing wrong), "misses": {notice: [what it got wrong]}}."""
-    preds = extract_many([text for _, text, _ in notices], NoFlyZone, model=model, batch_size=len(notices))
-    got = {name: misses(pred, zone) for (name, _, zone), pred in zip(notices, preds)}
-    return {"n": len(notices), "right": sum(not m for m in got.values()), "misses": {k: m for k, m in got.items() if m}}
+    """{"n", "right" (notices with nothing wrong), "misses": {notice: [what it got wrong]},
+    "lowest": {notice: its least sure field's confidence (trace.lowest; 0 for an error)}}."""
+    out = extract_many([text for _, text, _ in notices], NoFlyZone, model=model, batch_size=len(notices), trace=True)
+    got = {name: misses(pred, zone) for (name, _, zone), (pred, _) in zip(notices, out)}
+    lowest = {name: round(t.lowest[1], 4) if t.lowest and not isinstance(pred, ExtractionError) else 0.0
+              for (name, _, _), (pred, t) in zip(notices, out)}
+    return {"n": len(notices), "right": sum(not m for m in got.values()), "misses": {k: m for k, m in got.items() if m},
+            "lowest": lowest}
+
+
+def set_aside(scores: list[dict], threshold: float) -> dict:
+    """Of the notices of these score_handwritten results: how many are wrong and right, and how
+    many of each a confidence threshold sets aside (least sure field below it)."""
+    wrong = [c for h in scores for k, c in h["lowest"].items() if k in h["misses"]]
+    right = [c for h in scores for k, c in h["lowest"].items() if k not in h["misses"]]
+    return {"threshold": threshold, "n_wrong": len(wrong), "wrong_set_aside": sum(c < threshold for c in wrong),
+            "n_right": len(right), "right_set_aside": sum(c < threshold for c in right)}

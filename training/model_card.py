@@ -30,6 +30,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from .handwritten import NEW, set_aside
 from .train import RUN_KEYS, machine, parser
 
 NOTES = "<!-- notes: written by hand, kept when the card is rendered again -->"
@@ -231,6 +232,11 @@ def _limitations(evaluation: dict) -> list[str]:
                      f"(`trace.lowest`; `clover-struct extract --min-confidence {c['threshold']:g}`) sets aside "
                      f"{c['wrong_set_aside']:.3f} of the {c['n_wrong']} real-zone records wrong in some respect and "
                      f"keeps {c['right_kept']:.3f} of the {c['n_right']} right ones.")
+        if new := [evaluation[k] for k in NEW if k in evaluation]:
+            a = set_aside(new, c["threshold"])
+            lines[-1] += (f" On the notices in new wordings ({', '.join(f'`{k}`' for k in NEW if k in evaluation)}) it "
+                          f"sets aside {a['wrong_set_aside']} of the {a['n_wrong']} wrong and {a['right_set_aside']} of "
+                          f"the {a['n_right']} right.")
     if z := evaluation.get("zones"):
         weakest = "; weakest fields " + ", ".join(f"{f} {v}" for f, v in _weakest(z, 3)) if z.get("per_field") else ""
         lines.append(f"- No-fly-zone notices (`zones`): field exact match {_rate(z['field_em'])}, a whole record "

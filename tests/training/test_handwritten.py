@@ -139,6 +139,13 @@ def test_each_notice_read_right_has_nothing_wrong_and_its_pieces_are_in_it(notic
 
 
 
+def test_a_threshold_sets_aside_the_notices_whose_least_sure_field_is_below_it():
+    fresh = {"n": 3, "right": 1, "misses": {"a": ["footprint"], "b": ["no zone"]}, "lowest": {"a": 0.5, "b": 0.95, "c": 0.9}}
+    unseen = {"n": 1, "right": 1, "misses": {}, "lowest": {"d": 0.99}}
+    assert H.set_aside([fresh, unseen], 0.92) == {"threshold": 0.92, "n_wrong": 2, "wrong_set_aside": 1,
+                                                   "n_right": 2, "right_set_aside": 1}
+
+
 def test_what_a_record_misses_is_named():
     _, _, zone = H.NOTICES[1]
     late = NoFlyZone.model_validate({**RIGHT["faa_fdc"], "valid_from_raw": "2612051300"})

@@ -33,7 +33,7 @@ EVALUATION = {
                    "confidence": {"threshold": 0.8123, "right_kept": 0.9, "wrong_set_aside": 0.7, "n_right": 200,
                                   "n_wrong": 100}},
     "handwritten": {"n": 8, "right": 6, "misses": {"chinese": ["ceiling"], "garbage": ["a zone"]}},
-    "unseen": {"n": 12, "right": 11, "misses": {"pje": ["footprint"]}},
+    "unseen": {"n": 12, "right": 11, "misses": {"pje": ["footprint"]}, "lowest": {"pje": 0.8, "ils": 0.9}},
     "negatives": {"n_notams": 392, "notams_no_zone": 0.99, "n_with_position": 25, "with_position_no_zone": 1.0,
                   "n_garbage": 20, "garbage_no_zone": 1.0, "garbage_by_kind": {}},
     "judgments": {"n": 200, "accuracy": 0.962, "alone_accuracy": 0.95, "violations": 0, "alone_violations": 7,
