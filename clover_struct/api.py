@@ -393,6 +393,9 @@ def decode_jobs(model, canvas, automata, jobs, options, on_step=None):
         yield job[0], *_settled(model, canvas, automata_bound, job, row, options, on_step)
 
 
+RETRIES = 2   # decodes of a record again, each with a failed union variant barred
+
+
 def _outcome(row) -> tuple[Any, list[int]]:
     """A decoded row's record (or ExtractionError), and its ids as decoded (finish may mend them)."""
     decoded = list(row.ids)
@@ -411,12 +414,13 @@ def _settled(model, canvas, automata, job, row, options, on_step) -> tuple[Any, 
     valid with a union variant the model chose (repair.failed_variants), it is decoded again
     with that variant barred, so the model's next choice is decoded whole (a circle the model
     ranked second after a polygon the text cannot fill, rather than a polygon mended to null);
-    again while another fails. The last valid record stands; the trace counts every decode."""
+    again while another fails, RETRIES times at most. The last valid record stands, else the
+    first error (the variant the model preferred); the trace counts every decode."""
     value, decoded = _outcome(row)
     kept, barred, traces = (value, row.trace), {}, [row.trace]
     hook = None if on_step is None else lambda step, passes, rows: on_step(passes, {job[0]: rows[0]})
-    while bars := {i: tag for i, tag in failed_variants(row, decoded, value).items()
-                   if i not in job[2] and tag not in barred.get(i, ())}:
+    while len(traces) <= RETRIES and (bars := {i: tag for i, tag in failed_variants(row, decoded, value).items()
+                                               if i not in job[2] and tag not in barred.get(i, ())}):
         for i, tag in bars.items():
             barred.setdefault(i, set()).add(tag)
         try:
@@ -426,7 +430,7 @@ def _settled(model, canvas, automata, job, row, options, on_step) -> tuple[Any, 
             break
         traces.append(row.trace)
         value, decoded = _outcome(row)
-        if not isinstance(value, ExtractionError) or isinstance(kept[0], ExtractionError):
+        if not isinstance(value, ExtractionError):
             kept = (value, row.trace)
     for t in traces:
         if t is not kept[1]:

@@ -26,7 +26,6 @@ from typing import Any
 
 from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
-from .rows import groups_of
 from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
@@ -143,14 +142,22 @@ def failed_variants(d: Decoded, decoded: list[int], outcome) -> dict[int, tuple[
     of fewer than three distinct vertices) or the field that fails (`outcome`, finish's record
     or ExtractionError) lies inside the variant."""
     canvas = d.canvas
-    tags = {g.selector for g in canvas.groups if g.kind == "variant"}
     if isinstance(outcome, ExtractionError):
-        i = _slot_of(canvas, outcome.path)
-        failed = set() if i is None else {canvas.groups[gi].selector for gi in groups_of(canvas)[i]} & tags
+        failed = {g.selector for g in canvas.groups if g.kind == "variant"
+                  and canvas.slot_text(decoded, g.selector) in g.tags and _within(outcome.path, g.path)}
     else:
-        failed = {i for i in tags if d.ids[canvas.slots[i].start:canvas.slots[i].end]
-                  != decoded[canvas.slots[i].start:canvas.slots[i].end]}
+        failed = {g.selector for g in canvas.groups if g.kind == "variant"
+                  and d.ids[canvas.slots[g.selector].start:canvas.slots[g.selector].end]
+                  != decoded[canvas.slots[g.selector].start:canvas.slots[g.selector].end]}
     return {i: tuple(decoded[canvas.slots[i].start:canvas.slots[i].end]) for i in failed}
+
+
+def _within(path: str, variant: str) -> bool:
+    """Whether an error's path lies in a variant's part of the record (`area<circle>`): as a
+    slot names it (`area<circle>.radius`), as pydantic does, the tag a key (`area.circle.radius`),
+    or as a JSON Schema's data path, without it (`area.radius`)."""
+    forms = {variant, re.sub(r"<([^<>]*)>", r".\1", variant), re.sub(r"<[^<>]*>", "", variant)}
+    return any(path == f or path.startswith((f + ".", f + "[")) for f in forms)
 
 
 def _failing_part(canvas, ids, path: str) -> int | None:

@@ -326,11 +326,15 @@ class Area(BaseModel):
     shape: Optional[Annotated[Union[Round, Box], Field(discriminator="kind")]] = None
 
 
+class Shape(BaseModel):
+    shape: Annotated[Union[Round, Box], Field(discriminator="kind")]
+
+
 class BoxThenRound(MockModel):
     """Scripted to write a box (the text has one corner: it fails), and to rank a round second."""
 
-    def __init__(self, tok, text):
-        self.canvas = build_canvas(Area, tok)
+    def __init__(self, tok, text, schema):
+        self.canvas = build_canvas(schema, tok)
         box = self.canvas.fill({"shape": {"kind": "box", "low": "ABC", "high": "ABC"}})
         super().__init__(tok, dict(enumerate(box)), len(prompt_ids(tok, text, self.canvas)))
         i = next(k for k, s in enumerate(self.canvas.slots) if s.kind == "choice")
@@ -346,18 +350,49 @@ class BoxThenRound(MockModel):
         return out
 
 
-def test_a_variant_the_record_cannot_be_valid_with_is_decoded_again_without_it(toy_tokenizer):
+@pytest.mark.parametrize("schema", [Area, Shape])
+def test_a_variant_the_record_cannot_be_valid_with_is_decoded_again_without_it(toy_tokenizer, schema):
     """The model's box copies its one corner twice and fails its check; the single change that
-    would mend it is null, which the model rated below a round: the record is decoded again
-    without the box, and the round (its radius copied) is read, every pass counted. The round
-    is no surer than the model was of it: the box keeps its share of the tag's confidence."""
+    would mend it is null (Area), which the model rated below a round, or there is none (Shape):
+    the record is decoded again without the box, and the round (its radius copied) is read,
+    every pass counted. The round is no surer than the model was of it: the box keeps its
+    share of the tag's confidence."""
     text = "a round 5NM wide at ABC"
-    model = BoxThenRound(toy_tokenizer, text)
-    got, trace = extract(text, Area, model=model, trace=True)
+    model = BoxThenRound(toy_tokenizer, text, schema)
+    got, trace = extract(text, schema, model=model, trace=True)
     assert got.shape == Round(radius="5NM")
     assert trace.forward_passes == len(model.calls) > 1, model.calls
     print(f"confidence of the tag: {trace.confidence['shape.kind']:.4f}")
     assert trace.lowest == ("shape.kind", trace.confidence["shape.kind"]) and trace.confidence["shape.kind"] < 0.1
+
+
+class Crate(Box):
+    kind: Literal["crate"] = "crate"
+
+
+class Case(Box):
+    kind: Literal["case"] = "case"
+
+
+class Packed(BaseModel):
+    shape: Annotated[Union[Box, Crate, Case], Field(discriminator="kind")]
+
+
+def test_a_record_is_decoded_again_at_most_retries_times_then_fails_with_its_field(toy_tokenizer, monkeypatch):
+    """Every variant copies the text's one corner twice and fails: the record is decoded again
+    with the box barred, then with the next, RETRIES times in all, and the error is the one of
+    the variant the model preferred."""
+    from clover_struct import api
+
+    decodes, real = [], api.decode
+    monkeypatch.setattr(api, "decode", lambda *a, **k: decodes.append(k.get("barred")) or real(*a, **k))
+    text, canvas = "stacked at ABC", build_canvas(Packed, toy_tokenizer)
+    box = canvas.fill({"shape": {"kind": "box", "low": "ABC", "high": "ABC"}})
+    with pytest.raises(ExtractionError) as e:
+        extract(text, Packed, model=MockModel(toy_tokenizer, dict(enumerate(box)),
+                                              len(prompt_ids(toy_tokenizer, text, canvas))))
+    print(f"{len(decodes)} decodes; {e.value}")
+    assert len(decodes) == api.RETRIES + 1 and e.value.path == "shape.box"
 
 
 class Stamp(BaseModel):
