@@ -27,6 +27,7 @@ _TORCH_MASKS: dict[int, tuple] = {}  # id(numpy mask) -> (the mask, kept alive; 
 @dataclass
 class Trace:
     forward_passes: int = 0                   # model calls: prefill, denoising steps, block commits
+    decodes: int = 0                          # of the record: 1, more where a failed union variant was decoded again
     steps: int = 0                            # denoising steps
     tokens_committed: int = 0                 # slot positions filled by decoding
     confidence: dict[str, float] = field(default_factory=dict)   # per field: mean prob of its tokens
@@ -45,6 +46,7 @@ class Trace:
 
     def count(self, other: "Trace") -> None:
         """Count the work of another decode of the same record (a retry) in this one's."""
+        self.decodes += other.decodes
         self.forward_passes += other.forward_passes
         self.steps += other.steps
         self.tokens_committed += other.tokens_committed
@@ -152,7 +154,7 @@ class Row:
         self.present = [True if g.required else None for g in canvas.groups]
         self.probs: dict[int, list[float]] = {}
         self.top: dict[int, tuple[list[float], list[int]]] = {}   # position -> alternatives
-        self.trace = Trace()
+        self.trace = Trace(decodes=1)
         self.groups_of = groups_of(canvas)
         self.bound = bound = [hasattr(a, "copied_to") for a in automata]   # verbatim slots bound to a text
         self.copied_after = [tuple(j for j in after if bound[j]) if bound[i] else ()

@@ -361,7 +361,7 @@ def test_a_variant_the_record_cannot_be_valid_with_is_decoded_again_without_it(t
     model = BoxThenRound(toy_tokenizer, text, schema)
     got, trace = extract(text, schema, model=model, trace=True)
     assert got.shape == Round(radius="5NM")
-    assert trace.forward_passes == len(model.calls) > 1, model.calls
+    assert trace.forward_passes == len(model.calls) > 1 and trace.decodes == 2, model.calls
     print(f"confidence of the tag: {trace.confidence['shape.kind']:.4f}")
     assert trace.lowest == ("shape.kind", trace.confidence["shape.kind"]) and trace.confidence["shape.kind"] < 0.1
 
