@@ -337,10 +337,8 @@ class BoxThenRound(MockModel):
         self.canvas = build_canvas(schema, tok)
         box = self.canvas.fill({"shape": {"kind": "box", "low": "ABC", "high": "ABC"}})
         super().__init__(tok, dict(enumerate(box)), len(prompt_ids(tok, text, self.canvas)))
-        i = next(k for k, s in enumerate(self.canvas.slots) if s.kind == "choice")
-        s = self.canvas.slots[i]
-        round_ = tok.encode('"round"')
-        self.second = {s.start + k: t for k, t in enumerate(round_)}
+        tag = next(s for s in self.canvas.slots if s.kind == "choice")
+        self.second = {tag.start + k: t for k, t in enumerate(tok.encode('"round"'))}
 
     def _logits(self, offset, rows, block, at):
         out = super()._logits(offset, rows, block, at)
@@ -378,7 +376,7 @@ class Packed(BaseModel):
     shape: Annotated[Union[Box, Crate, Case], Field(discriminator="kind")]
 
 
-def test_a_record_is_decoded_again_at_most_retries_times_then_fails_with_its_field(toy_tokenizer, monkeypatch):
+def test_a_record_is_decoded_again_at_most_retries_times_then_fails_as_its_first_choice_did(toy_tokenizer, monkeypatch):
     """Every variant copies the text's one corner twice and fails: the record is decoded again
     with the box barred, then with the next, RETRIES times in all, and the error is the one of
     the variant the model preferred."""

@@ -274,9 +274,9 @@ def main(argv=None) -> int:
         if h := report.get(name):
             wrong = "; ".join(f"{k}: {', '.join(v)}" for k, v in h["misses"].items()) or "none"
             print(f"{name}: {h['right']} of {h['n']} notices read right; wrong: {wrong}")
-    if (c := (report.get("real_zones") or {}).get("confidence")) and (new := [report[k] for k in NEW if k in report]):
-        a = set_aside(new, c["threshold"])
-        print(f"{', '.join(k for k in NEW if k in report)} confidence: at {c['threshold']:.4f} sets aside "
+    if (c := (report.get("real_zones") or {}).get("confidence")) and (sets := [k for k in NEW if k in report]):
+        a = set_aside([report[k] for k in sets], c["threshold"])
+        print(f"{', '.join(sets)} confidence: at {c['threshold']:.4f} sets aside "
               f"{a['wrong_set_aside']} of {a['n_wrong']} wrong notices and {a['right_set_aside']} of {a['n_right']} "
               "right ones")
     line = json.dumps(report)

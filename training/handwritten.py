@@ -207,6 +207,7 @@ UNSEEN = [
 SETS = {"handwritten": NOTICES, "fresh": FRESH, "unseen": UNSEEN}   # evaluate.py's set names
 NEW = ("fresh", "unseen")   # the sets in wordings the generator lacks
 
+
 def misses(pred, zone: dict | None) -> list[str]:
     """What an extraction got wrong against a notice's label: "footprint", field names, "no zone"
     (a zone notice read as none) or "a zone" (garbage read as one); empty when all is right."""

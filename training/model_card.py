@@ -232,9 +232,9 @@ def _limitations(evaluation: dict) -> list[str]:
                      f"(`trace.lowest`; `clover-struct extract --min-confidence {c['threshold']:g}`) sets aside "
                      f"{c['wrong_set_aside']:.3f} of the {c['n_wrong']} real-zone records wrong in some respect and "
                      f"keeps {c['right_kept']:.3f} of the {c['n_right']} right ones.")
-        if new := [evaluation[k] for k in NEW if k in evaluation]:
-            a = set_aside(new, c["threshold"])
-            lines[-1] += (f" On the notices in new wordings ({', '.join(f'`{k}`' for k in NEW if k in evaluation)}) it "
+        if sets := [k for k in NEW if "lowest" in evaluation.get(k, {})]:   # (older evaluations lack it)
+            a = set_aside([evaluation[k] for k in sets], c["threshold"])
+            lines[-1] += (f" On the notices in new wordings ({', '.join(f'`{k}`' for k in sets)}) it "
                           f"sets aside {a['wrong_set_aside']} of the {a['n_wrong']} wrong and {a['right_set_aside']} of "
                           f"the {a['n_right']} right.")
     if z := evaluation.get("zones"):

@@ -138,7 +138,6 @@ def test_each_notice_read_right_has_nothing_wrong_and_its_pieces_are_in_it(notic
 
 
 
-
 def test_a_threshold_sets_aside_the_notices_whose_least_sure_field_is_below_it():
     fresh = {"n": 3, "right": 1, "misses": {"a": ["footprint"], "b": ["no zone"]}, "lowest": {"a": 0.5, "b": 0.95, "c": 0.9}}
     unseen = {"n": 1, "right": 1, "misses": {}, "lowest": {"d": 0.99}}
