@@ -129,6 +129,10 @@ def finish(d: Decoded) -> Any:
                 return _repair_record(d, error)
             except ExtractionError:
                 part = _failing_part(canvas, d.ids, e.path) if canvas.model is None else None
+                if part is None and i is None:   # a check across fields
+                    raise ExtractionError(e.path, f"{e.reason}, and no single change the model rated likely "
+                                                  "passes; the text may not state what it checks: make the fields "
+                                                  "it reads optional, or relax the check") from None
                 if part is None:
                     raise
                 d.ids = _emptied(canvas, d.ids, part)   # more than one part fails: this one left out, then check again

@@ -379,7 +379,7 @@ class Packed(BaseModel):
 def test_a_record_is_decoded_again_at_most_retries_times_then_fails_as_its_first_choice_did(toy_tokenizer, monkeypatch):
     """Every variant copies the text's one corner twice and fails: the record is decoded again
     with the box barred, then with the next, RETRIES times in all, and the error is the one of
-    the variant the model preferred."""
+    the variant the model preferred, with what to do about it."""
     from clover_struct import api
 
     decodes, real = [], api.decode
@@ -390,7 +390,7 @@ def test_a_record_is_decoded_again_at_most_retries_times_then_fails_as_its_first
         extract(text, Packed, model=MockModel(toy_tokenizer, dict(enumerate(box)),
                                               len(prompt_ids(toy_tokenizer, text, canvas))))
     print(f"{len(decodes)} decodes; {e.value}")
-    assert len(decodes) == api.RETRIES + 1 and e.value.path == "shape.box"
+    assert len(decodes) == api.RETRIES + 1 and e.value.path == "shape.box" and "relax the check" in e.value.reason
 
 
 class Stamp(BaseModel):
