@@ -146,14 +146,17 @@ def failed_variants(d: Decoded, decoded: list[int], outcome) -> dict[int, tuple[
     of fewer than three distinct vertices) or the field that fails (`outcome`, finish's record
     or ExtractionError) lies inside the variant."""
     canvas = d.canvas
+
+    def tag(ids, i) -> tuple[int, ...]:
+        return tuple(ids[canvas.slots[i].start:canvas.slots[i].end])
+
+    variants = [g for g in canvas.groups if g.kind == "variant"]
     if isinstance(outcome, ExtractionError):
-        failed = {g.selector for g in canvas.groups if g.kind == "variant"
-                  and canvas.slot_text(decoded, g.selector) in g.tags and _within(outcome.path, g.path)}
+        failed = {g.selector for g in variants
+                  if canvas.slot_text(decoded, g.selector) in g.tags and _within(outcome.path, g.path)}
     else:
-        failed = {g.selector for g in canvas.groups if g.kind == "variant"
-                  and d.ids[canvas.slots[g.selector].start:canvas.slots[g.selector].end]
-                  != decoded[canvas.slots[g.selector].start:canvas.slots[g.selector].end]}
-    return {i: tuple(decoded[canvas.slots[i].start:canvas.slots[i].end]) for i in failed}
+        failed = {g.selector for g in variants if tag(d.ids, g.selector) != tag(decoded, g.selector)}
+    return {i: tag(decoded, i) for i in failed}
 
 
 def _within(path: str, variant: str) -> bool:
