@@ -19,7 +19,6 @@ from clover_struct.schemas.airspace import NoFlyZone
 from . import draw
 from . import notation as N
 from .draw import place
-from .zone_notams import circle_words, polygon_words
 from .notams import _pick, _pos, _rwy, draw_values, item_c, item_e, render
 
 _LIGHTS = ("PAPI", "APCH LGT", "RCLL", "TDZ LGT", "REDL", "TWY CL LGT", "ABN", "WDI LGT", "OBST LGT")
@@ -28,7 +27,7 @@ _LIGHTS = ("PAPI", "APCH LGT", "RCLL", "TDZ LGT", "REDL", "TWY CL LGT", "ABN", "
 def _body(rng: random.Random) -> str:
     """One statement that restricts no volume (lighting, obstacles, closures), or item E of notams.py without zones."""
     r = rng.randint
-    t = rng.randrange(9)
+    t = rng.randrange(7)
     if t == 0:
         return f"RWY {_rwy(rng)[:3]} {rng.choice(_LIGHTS)} {rng.choice(['U/S', 'NOT AVBL', 'OPR AT REDUCED INTENSITY'])}."
     if t == 1:
@@ -50,26 +49,7 @@ def _body(rng: random.Random) -> str:
                 f"{rng.choice(['NRA', 'OE'])}) {_pos(rng).replace(' ', '')} ({r(0, 9)}.{r(1, 9)}NM "
                 f"{rng.choice(['N', 'NE', 'E', 'SE', 'S', 'SW', 'W', 'NW', 'WNW', 'ESE'])} {draw.letters(rng, 3)}) "
                 f"{agl + r(5, 900)}FT ({agl}FT AGL) {rng.choice(['FLAGGED AND LGTD', 'LGTD', 'FLAGGED', 'NOT LGTD'])}")
-    if t == 7:   # obstacles whose position is framed in a zone's words: the subject says "no zone"
-        where = circle_words(rng, f"{r(1, 9) * 100}M", _pos(rng)) if rng.random() < 0.5 else f"{rng.choice(['', 'PSN ', 'AT '])}{_pos(rng)}"
-        return (f"{rng.choice(_OBSTACLES)} {rng.choice(['ERECTED', 'OPR', 'IN PLACE', 'INSTALLED', 'WILL OPERATE'])} "
-                f"{where}. HGT {r(20, 900)}FT AGL.{rng.choice(['', ' LGTD.', ' NOT LGTD.', ' FLAGGED AND LGTD.'])}")
-    if t == 8:
-        return (f"{rng.choice(['WIND FARM', 'WIND TURBINES', 'NEW OBST', 'TEMPORARY OBSTACLES', 'CRANES'])} "
-                f"{rng.choice(['ERECTED', 'IN PLACE', ''])} {polygon_words(rng, _near(rng, r(3, 5)), False)}. "
-                f"MAX HGT {r(100, 900)}FT AGL.").replace("  ", " ")
     return item_e(rng, zones=False)
-
-
-def _near(rng: random.Random, n: int) -> list[str]:
-    """`n` positions a few kilometres apart, written as one notice writes them."""
-    lat, lon = draw.world_point(rng, 80)
-    joined = rng.random() < 0.3
-    return [N.coordinate(lat + rng.uniform(-0.05, 0.05), "lat", "dms")[0] + ("" if joined else " ")
-            + N.coordinate(lon + rng.uniform(-0.05, 0.05), "lon", "dms")[0] for _ in range(n)]
-
-
-_OBSTACLES = ("CRANE", "CRANES", "MOBILE CRANE", "OBST", "MAST", "TOWER", "WIND TURBINE", "CHIMNEY", "DRILLING RIG")
 
 
 def none_notice(rng: random.Random) -> tuple[str, NoFlyZone, N.Meant]:

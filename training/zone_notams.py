@@ -44,44 +44,6 @@ def _position(lat: float, lon: float, notation: str, joined: bool, places: int =
     return a + ("" if joined else " ") + b, a, b, (x, y)
 
 
-# The words that frame an area, drawn part by part so that no one phrase stands for "zone":
-# the subject of the notice decides that (negatives.py frames obstacles' positions alike).
-_WITHIN = ("WI", "WI", "WITHIN", "INSIDE", "IN")
-_RADIUS = ("{r} RADIUS", "A RADIUS OF {r}", "RADIUS {r}", "A {r} RADIUS", "A CIRCLE OF {r} RADIUS",
-           "A CIRCLE WITH RADIUS {r}", "CIRCLE RADIUS {r}", "AN AREA OF {r} RADIUS", "{r}")
-_CENTRE = ("OF", "OF PSN", "CENTRED ON", "CENTERED ON", "CENTRED AT", "CENTRE", "CENTER", "AROUND", "FROM",
-           "ABOUT", "WITH CENTRE", "WITH CENTRE AT", "CENTRE POINT", ":")
-_SHAPE = ("AREA", "AN AREA", "THE AREA", "THE FLW AREA", "A ZONE", "THE ZONE", "A POLYGON", "SECTOR")
-_BOUND = ("BOUNDED BY", "DEFINED BY", "ENCLOSED BY", "FORMED BY", "WITH VERTICES", "JOINING",
-          "BOUNDED BY LINES JOINING", "OF")
-_BETWEEN = (" - ", " - ", "-", " -\n", ", ", "; ", " TO ", "\n", " / ")
-
-
-def circle_words(rng: random.Random, r: str, position: str) -> str:
-    """A circle as item E may frame it: `WI 2NM RADIUS OF p`, `WITHIN A RADIUS OF 2NM
-    CENTRED ON p`, `CIRCLE CENTRED ON p, RADIUS 2NM`, `p RADIUS 2NM` ..."""
-    if rng.random() < 0.4:
-        return f"WI {r} RADIUS{rng.choice([' OF', ' OF', ':', '', ' OF PSN'])} {position}"
-    if rng.random() < 0.65:
-        return f"{rng.choice(_WITHIN)} {rng.choice(_RADIUS).format(r=r)} {rng.choice(_CENTRE)} {position}"
-    lead = rng.choice(["", "CIRCLE ", "AREA ", "ZONE ", "CENTRE ", "CENTER ", "WI AREA CENTRED ON ", "CIRCLE CENTRED "])
-    return f"{lead}{position}{rng.choice([', ', ' ', ' WITH ', ' AND ', ' - '])}RADIUS{rng.choice([' ', ': ', ' OF '])}{r}"
-
-
-def polygon_words(rng: random.Random, vertices: list[str], back: bool) -> str:
-    """A polygon as item E may frame it: its vertices after `WI AREA BOUNDED BY`, `WITHIN THE
-    ZONE DEFINED BY:`, `POLYGON:` ..., joined by dashes, commas, `TO` or line ends."""
-    if rng.random() < 0.4:
-        lead = f"WI {rng.choice(['', 'AN '])}AREA BOUNDED BY{rng.choice(['', ':'])}"
-        between = rng.choice([" - ", "-", " -\n"])
-    else:
-        lead = rng.choice([f"{rng.choice(_WITHIN)} {rng.choice(_SHAPE)} {rng.choice(_BOUND)}{rng.choice(['', ':'])}",
-                           rng.choice(["AREA:", "POLYGON:", "VERTICES:", "BOUNDARY:", "COORDINATES:", "AREA"])])
-        between = rng.choice(_BETWEEN)
-    end = rng.choice([" BACK TO START", " AND BACK TO START", " TO START", " TO POINT OF ORIGIN"]) if back else ""
-    return f"{lead} {between.join(vertices)}{end}"
-
-
 def _limits(rng, spec: ZoneSpec, meant: N.Meant) -> tuple[str, str]:
     """Items F and G as written, with the meaning stored in `meant`."""
     lower, meant.floor_m, meant.floor_ref = N.icao_limit(rng, spec.floor_m, spec.floor_ref, True)
@@ -105,7 +67,7 @@ def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, N
         unit = "KM" if unit in ("M", "FT") and spec.radius_m >= 3000 else unit
         r, meant.radius_m = N.radius(rng, spec.radius_m, unit, [unit])
         text, lat, lon, meant.center = _position(*spec.center, notation, joined, places)
-        area_text = circle_words(rng, r, text)
+        area_text = f"WI {r} RADIUS{rng.choice([' OF', ' OF', ':', '', ' OF PSN'])} {text}"
         area, meant.kind = N.circle_area(lat, lon, r), "circle"
     else:
         pts = [_position(a, b, notation, joined, places) for a, b in spec.vertices]
@@ -113,7 +75,8 @@ def zone_notice(rng: random.Random, layout: str, spec: ZoneSpec) -> tuple[str, N
         close = _pick(rng, {"repeat": 60, "back": 15, "open": 25})
         if close == "repeat":
             pts.append(pts[0])  # notices usually close the ring by repeating the first vertex
-        area_text = polygon_words(rng, [p[0] for p in pts], close == "back")
+        listed = rng.choice([" - ", "-", " -\n"]).join(p[0] for p in pts) + " BACK TO START" * (close == "back")
+        area_text = f"WI {rng.choice(['', 'AN '])}AREA BOUNDED BY{rng.choice(['', ':'])} {listed}"
         area = [(p[1], p[2]) for p in pts]   # located in the laid-out text below
     if spec.uas_only:
         head = rng.choice([f"UAS RESTRICTION DUE TO {reason}", f"RESTRICTED AREA (TEMPORARY) FOR UAS ONLY DUE TO {reason}",
