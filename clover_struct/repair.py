@@ -215,6 +215,20 @@ def _shortened(d: Decoded, where: tuple, most: int) -> list[int] | None:
     return None
 
 
+def _copied(d: Decoded, i) -> bool:
+    """Whether slot i's value is a piece of the text, or null there (a verbatim slot that kept
+    to the text): then so must every value put in its place be."""
+    a = d.automata[i]
+    if not hasattr(a, "left_text"):
+        return False
+    state = a.initial
+    for t in d.ids[d.canvas.slots[i].start:d.canvas.slots[i].end]:
+        state = a.next(state, t)
+        if a.left_text(state):
+            return False
+    return True
+
+
 def _greedy(d: Decoded, i) -> list[int] | None:
     """Slot i's value written token by token, each the model's best-ranked token there that
     keeps a value reachable, else the one nearest an end: a value the automaton accepts where the
@@ -222,7 +236,7 @@ def _greedy(d: Decoded, i) -> list[int] | None:
     s, a, pad = d.canvas.slots[i], d.automata[i], d.canvas.pad_id
     if s.kind == "choice":
         return None
-    seq, state = [], a.initial
+    seq, state, copied = [], a.initial, _copied(d, i)
     while len(seq) < s.budget and (not seq or seq[-1] != pad):
         allowed = a.allowed(state, s.budget - len(seq))
         if not len(allowed):
@@ -230,6 +244,8 @@ def _greedy(d: Decoded, i) -> list[int] | None:
         ranked, _ = _scores(d, s.start + len(seq))
         seq.append(max((t for t in allowed.tolist() if t in ranked), key=ranked.get, default=int(allowed[0])))
         state = a.next(state, seq[-1])
+        if copied and a.left_text(state):
+            return None
     return seq + [pad] * (s.budget - len(seq))
 
 
@@ -403,11 +419,13 @@ def alternatives(d: Decoded, i, limit: int = 64, pops: int = 4096, ranked_only: 
     # Entries hold the state BEFORE their last token: the automaton steps only for the
     # sequences popped, not for every token pushed.
     heap = [(0.0, (), a.initial)]
-    found = 0
+    found, copied = 0, _copied(d, i)   # a copied value's alternatives are copies too
     while heap and found < limit and pops > 0:
         pops -= 1
         total, seq, state = heapq.heappop(heap)
         k = len(seq)
+        if copied and seq and a.left_text(a.next(state, seq[-1])):
+            continue
         if k == s.budget or (seq and seq[-1] == pad):
             out = list(seq) + [pad] * (s.budget - k)
             if out != d.ids[s.start:s.end]:

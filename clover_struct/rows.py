@@ -12,12 +12,15 @@ piece of the text. Knows nothing of models: log-probs in.
 from __future__ import annotations
 
 import math
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import torch
 
+_ITEM = re.compile(r"\[\d+\]")   # an item index in a slot path: vertices[2].lat
 TOP = 8  # alternatives remembered per position, for fallbacks when a value fails its checks
 WIDTH, WIDE = 16, 1024   # paths best_copy's narrow and wide searches keep per position
 WIDE_TRIES = 4096        # paths the wide search tries at most (of 189 generated zone notices, 3,263 at most)
@@ -349,8 +352,10 @@ class Row:
         earlier decode of the record could not fill validly), and those that select a variant
         the text cannot fill: one with a copy it must make (a required verbatim string, in
         required groups) of which the text holds no piece, as a circle's radius in a notice
-        that states none. None of them if every candidate would be (the slot's choice then
-        stands as the model makes it)."""
+        that states none, or with more required items of a list than the text holds pieces
+        one after another, as a polygon's three vertices where it states one position. None
+        of them if every candidate would be (the slot's choice then stands as the model makes
+        it)."""
         key = (i, len(cands))
         if key not in self._unreachable:
             unfilled = {tag for tags, copies in variant_copies(self.canvas).get(i, ())
@@ -364,8 +369,14 @@ class Row:
         return self._unreachable[key]
 
     def _can_copy(self, slots) -> bool:
-        """Whether the text holds a piece for each of these verbatim slots (those bound to it)."""
-        return all(self.automata[j].has_piece() for j in slots if hasattr(self.automata[j], "has_piece"))
+        """Whether the text holds a piece for each of these verbatim slots (those bound to it),
+        and for the items of an item_blocks list among them, which copy in the order of the
+        text, one piece each, one after another."""
+        ordered = _ordered_items(self.canvas)
+        field = {j: _ITEM.sub("[]", self.canvas.slots[j].path) if ordered.intersection(self.groups_of[j]) else j
+                 for j in slots if hasattr(self.automata[j], "has_piece")}
+        need = Counter(field.values())   # vertices[].lat: 3 where a polygon must have three vertices
+        return all(self.automata[j].pieces_in_turn(need[f]) == need[f] for j, f in field.items())
 
     def select_variants(self, i, step):
         """A union tag was written: its variant is present, the others absent."""

@@ -289,6 +289,10 @@ class Verbatim:
                 return np.unique(keep)
         return np.flatnonzero(self.inner.allowed_mask(state[0], remaining, allow_empty=allow_empty))
 
+    def left_text(self, state) -> bool:
+        """Whether the copy in `state` was given up: the value goes on under its pattern alone."""
+        return state[1] and state[2] == FREE
+
     def unbegun_free_text(self, state) -> bool:
         """Whether `state` is a free-text value's inside its quotes with nothing copied yet:
         where the decoder reads the whole piece at once (rows.best_copy)."""
@@ -392,6 +396,21 @@ class Verbatim:
         if not (self.patterned and self.initial[1]):
             return True
         return isinstance(self.starting_from(self.initial, 0, self.budget)[2], tuple)
+
+    def pieces_in_turn(self, most: int) -> int:
+        """How many pieces the pattern accepts whole stand one after another in the text, up to
+        `most` (`most` where the slot may be null): the required items of a list each copy after
+        the one before, so a polygon of three vertices needs three positions, not one copied
+        thrice; one piece is has_piece."""
+        if not (self.patterned and self.initial[1]):
+            return most
+        count, offset = 0, 0
+        while count < most:
+            start = self.starting_from(self.initial, offset, self.budget)[2]
+            if not isinstance(start, tuple):
+                break
+            count, offset = count + 1, min(self._ends_from(start[0]))
+        return count
 
     def starting_a_run(self, state, remaining: int, last: Verbatim, items: int = 1):
         """A list's first value, its copy to start where a run of the list's pieces starts: at a

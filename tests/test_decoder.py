@@ -364,6 +364,34 @@ def test_a_variant_the_record_cannot_be_valid_with_is_decoded_again_without_it(t
     assert trace.lowest == ("shape.kind", trace.confidence["shape.kind"]) and trace.confidence["shape.kind"] < 0.1
 
 
+class Corner(BaseModel):
+    at: str = Field(pattern=r"^[A-Z]{3}$", json_schema_extra={"verbatim": True})
+
+
+class Ring(BaseModel):
+    kind: Literal["ring"] = "ring"
+    corners: list[Corner] = Field(min_length=3, max_length=4, json_schema_extra={"item_blocks": True})
+
+
+class Outline(BaseModel):
+    shape: Annotated[Union[Round, Ring], Field(discriminator="kind")]
+
+
+@pytest.mark.parametrize("text, want", [
+    ("a round 5NM wide at ABC", Round(radius="5NM")),
+    ("a ring ABC, DEF, GHI of 5NM", Ring(corners=[Corner(at=a) for a in ("ABC", "DEF", "GHI")])),
+])
+def test_a_variant_needs_a_piece_for_each_item_its_list_must_have(toy_tokenizer, text, want):
+    """The model is sure of a ring of three corners, copied in the order of the text (item
+    blocks). Where the text names one corner, the ring cannot be filled but by copying it
+    thrice: the round is read, in one decode. Where it names three, the ring is read."""
+    canvas = build_canvas(Outline, toy_tokenizer)
+    ring = canvas.fill({"shape": {"kind": "ring", "corners": [{"at": "ABC"}] * 3}})
+    model = MockModel(toy_tokenizer, dict(enumerate(ring)), len(prompt_ids(toy_tokenizer, text, canvas)))
+    got, trace = extract(text, Outline, model=model, trace=True)
+    assert got.shape == want and trace.decodes == 1
+
+
 class Crate(Box):
     kind: Literal["crate"] = "crate"
 

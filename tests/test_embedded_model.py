@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from pydantic import field_validator
 
 import clover_struct
 from clover_struct import extract, extract_many
@@ -103,3 +104,28 @@ def test_the_card_is_rendered_from_the_shipped_training_and_evaluation_files():
     from training.model_card import render_dir
 
     assert render_dir(SHIPPED) in (SHIPPED / "MODEL_CARD.md").read_text()
+
+
+class NoThinZone(NoFlyZone):
+    """A user's stricter zone: its ceiling may not equal its floor."""
+
+    @field_validator("ceiling")
+    @classmethod
+    def _thick(cls, v, info):
+        if v is not None and v == info.data.get("floor"):
+            raise ValueError("the ceiling repeats the floor")
+        return v
+
+
+def test_a_mended_copy_is_still_a_piece_of_the_text(model):
+    """clover-mini copies `400 feet` as floor and ceiling; the user's check rejects the ceiling.
+    Its mend is null or another piece of the text, never a number the text lacks (the ceiling's
+    pattern alone would take `1000feet`, which the model ranks next)."""
+    text = ("CASA: drone no-fly zone for the Melbourne Cup. Area: 2 km around -37.7906, 144.9117. Time: 4 "
+            "November 2028 10:00 to 4 November 2028 19:00 local time (UTC+11). Maximum altitude: 400 feet.")
+    got, trace = extract(text, NoThinZone, model=model, trace=True)
+    assert got.ceiling is None or got.ceiling in text
+    for path, value in got.model_dump(include={"floor", "ceiling", "valid_from_raw", "valid_to_raw"}).items():
+        if value is not None:
+            start, end = trace.spans[path]
+            assert text[start:end] == value, (path, value)
