@@ -424,16 +424,16 @@ def alternatives(d: Decoded, i, limit: int = 64, pops: int = 4096, ranked_only: 
         pops -= 1
         total, seq, state = heapq.heappop(heap)
         k = len(seq)
-        if copied and seq and a.left_text(a.next(state, seq[-1])):
-            continue
+        if seq:
+            state = a.next(state, seq[-1])
+            if copied and a.left_text(state):
+                continue
         if k == s.budget or (seq and seq[-1] == pad):
             out = list(seq) + [pad] * (s.budget - k)
             if out != d.ids[s.start:s.end]:
                 found += 1
                 yield total, out
             continue
-        if seq:
-            state = a.next(state, seq[-1])
         ranked, floor = _scores(d, s.start + k)
         tokens = a.allowed(state, s.budget - k).tolist()
         if ranked_only and ranked:   # a position never scored keeps every token
