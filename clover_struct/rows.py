@@ -374,7 +374,7 @@ class Row:
         text, one piece each, one after another."""
         ordered = _ordered_items(self.canvas)
         field = {j: _ITEM.sub("[]", self.canvas.slots[j].path) if ordered.intersection(self.groups_of[j]) else j
-                 for j in slots if hasattr(self.automata[j], "has_piece")}
+                 for j in slots if hasattr(self.automata[j], "pieces_in_turn")}
         need = Counter(field.values())   # vertices[].lat: 3 where a polygon must have three vertices
         return all(self.automata[j].pieces_in_turn(need[f]) == need[f] for j, f in field.items())
 

@@ -13,7 +13,7 @@ are pieces of `4730N005`), and neither starts nor ends with a space. Where the t
 no piece the pattern accepts, the slot goes on under its automaton alone, so a verbatim
 slot is never stuck where its automaton is not; but a union variant with a copy it must
 make and the text cannot give (a circle's radius where none is stated) is not chosen while
-another variant or null can be (`has_piece`, rows.Row.unreachable).
+another variant or null can be (`pieces_in_turn`, rows.Row.unreachable).
 
 Matching is done once per text for the whole vocabulary: every token's bytes are looked
 up at every offset (numpy, one pass per token length), so a decoding step only gathers
@@ -389,19 +389,12 @@ class Verbatim:
         heads = tuple(self.source.starts(ends, bisect.bisect_left(self.source.origin, char) - 1))
         return (q, inside, heads) if heads else state
 
-    def has_piece(self) -> bool:
-        """Whether the text holds a piece this slot's pattern accepts whole, where the slot must
-        hold one (a string that may not be null): a union variant needing such a copy where the
-        text has none is not chosen (rows.Row.unreachable). True where the slot may be null."""
-        if not (self.patterned and self.initial[1]):
-            return True
-        return isinstance(self.starting_from(self.initial, 0, self.budget)[2], tuple)
-
     def pieces_in_turn(self, most: int) -> int:
         """How many pieces the pattern accepts whole stand one after another in the text, up to
-        `most` (`most` where the slot may be null): the required items of a list each copy after
-        the one before, so a polygon of three vertices needs three positions, not one copied
-        thrice; one piece is has_piece."""
+        `most` (`most` where the slot may be null): a union variant needing more copies than that
+        is not chosen (rows.Row.unreachable): a circle's radius where the text states none (0 of
+        1), a polygon's three vertices where it states one position (each required item of a
+        list copies after the one before)."""
         if not (self.patterned and self.initial[1]):
             return most
         count, offset = 0, 0
