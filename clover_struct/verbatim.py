@@ -36,6 +36,9 @@ from .vocab import per_tokenizer
 FREE = "free"       # `ends` once the copy is given up: the slot's automaton alone decides
 _FAR = 1 << 30
 _FREE_TEXT = (CHAR + "*", f'null|"(?:{CHAR}*)"')   # the patterns of strings that have none
+# Words run together with a space: a pattern that takes any of these is prose (a name, a place),
+# whose extent only the model can judge, and is copied as free text is.
+_PROSE = ("ab cd", "Ab Cd", "AB CD")
 # What may stand between two pieces of one list in the text: punctuation and spaces, and a
 # joining word or an item number or both ("5130N 00010W - 5140N", "... TO 5140N", "\n2. 5140N",
 # "；（2）北纬31.02度").
@@ -64,6 +67,7 @@ class Pieces:
                                    ("closed", b[:-1] if b[-1:] == b'"' else None)):
                 if piece is not None and min(piece, default=0x20) >= 0x20:
                     pairs[reading] += [(found.setdefault(piece, len(found)) if piece else None, i) for i in ids]
+        self.content_of = found                 # bytes -> content
         self.EMPTY = n = len(found)
         self.NEVER = n + 1
         self.unquoted = np.flatnonzero(~self.quote_first)
@@ -87,6 +91,11 @@ class Pieces:
             ids = np.array([found[c] for c in keys.tolist()], np.int64)
             order = np.argsort(keys)
             self.by_length[length] = (keys[order], ids[order])
+
+    def spelt(self, text: bytes) -> list[int] | None:
+        """Token ids writing `text` a byte each (their body reading); None where a byte has none."""
+        tokens = [self.tokens("body", [self.content_of.get(text[k:k + 1], self.NEVER)]) for k in range(len(text))]
+        return [int(t[0]) for t in tokens] if all(map(len, tokens)) else None
 
     def tokens(self, reading: str, contents) -> np.ndarray:
         """The token ids whose `reading` is one of `contents`."""
@@ -240,12 +249,22 @@ class Verbatim:
         self.inner, self.source, self.pieces = inner, source, source.pieces
         self.slot, self.budget, self.pad_id = inner.slot, inner.budget, inner.pad_id
         self.initial = (inner.initial, inner.slot.json_kind == "string", 0)
-        self.patterned = inner.slot.pattern not in _FREE_TEXT   # free text needs no look-ahead
+        # free text and prose need no look-ahead
+        self.patterned = inner.slot.pattern not in _FREE_TEXT and not any(map(self._takes, _PROSE))
         self._tokens: dict = {}
         self._finish: dict = {}
         self._next: dict = {}
         self._ends: dict = {}
         self._longer: dict = {}
+
+    def _takes(self, text: str) -> bool:
+        """Whether the automaton takes `text`, a token a byte, as a string's whole content (a
+        nullable string's between quotes)."""
+        ids = self.pieces.spelt(text.encode())
+        if ids is not None and not self.initial[1]:
+            quote = self.pieces.tokens("opened", [self.pieces.EMPTY]).tolist()[:1]   # a lone '"'
+            ids = quote + ids + quote
+        return ids is not None and self.inner.accepts(ids)
 
     def _copying(self, state, remaining: int, allow_empty: bool = False) -> np.ndarray:
         """Token ids the automaton allows that carry the copy on (pad where a value may end);

@@ -436,6 +436,27 @@ def test_a_patterned_copy_takes_the_whole_piece(toy_tokenizer):
         assert got.at in ("0800 UTC", "1730 UTC") and got.until in (None, "0800 UTC", "1730 UTC"), (seed, got)
 
 
+class Place(BaseModel):
+    city: str = Field(pattern=r"^[A-Za-z ]+$", max_length=24, json_schema_extra={"verbatim": True})
+    near: Optional[str] = Field(None, pattern=r"^[A-Za-z ]+$", max_length=24, json_schema_extra={"verbatim": True})
+
+
+class FreePlace(BaseModel):
+    city: str = Field(max_length=24, json_schema_extra={"verbatim": True})
+    near: Optional[str] = Field(None, max_length=24, json_schema_extra={"verbatim": True})
+
+
+def test_a_prose_pattern_is_copied_as_free_text(toy_tokenizer):
+    """A pattern that takes words run together with spaces (a name, a place) does not say where
+    its value ends: the copy ends where the model ends it, as free text's does, not at the
+    longest run the pattern takes ('our office moved to New' for 'New York')."""
+    text = "our office moved to New York and Ann Lee runs it"
+    for seed in range(6):
+        model = tiny_model(toy_tokenizer, seed=seed, std=0.5)
+        prose, free = extract(text, Place, model=model), extract(text, FreePlace, model=model)
+        assert prose.model_dump() == free.model_dump(), (seed, prose, free)
+
+
 def test_items_written_last_field_first_are_read_item_by_item(toy_tokenizer):
     """Items that give their longitude first ('E14.30 N26.09; E15.00 N26.10'): the list starts at
     the first item's latitude, each longitude is the piece before its latitude, no copy starts
