@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from clover_struct.constraints import DEAD, ChoiceSet, SlotAutomaton, compile_canvas, slot_value
 from clover_struct.errors import ExtractionError, SchemaError
-from clover_struct.patterns import delimited, loosened, regular
+from clover_struct.patterns import delimited, loosened, one_run, regular
 from clover_struct.schema_walk import build_canvas
 
 
@@ -157,7 +157,7 @@ def test_a_pattern_no_automaton_holds_is_loosened_for_it_and_checked_whole(toy_t
 
 @pytest.mark.parametrize("pattern, kept", [
     (r"^[^.\s]{1,32}(\.[^.\s]{1,32}){1,3}$", True),   # winget's identifiers: the dots cut the runs apart
-    (r"^[a-z0-9_-]{1,40}$", True), (r"^x[ab]{0,40}$", True),
+    (r"^x[ab]{0,40}$", True),
     (r"^[a-z][a-z0-9_]{0,63}$", False),   # the run may start at the first letter or the second
     (r"[a-z]{1,40}", False)])              # unanchored: a search, which may start anywhere
 def test_a_wide_count_is_kept_where_the_literals_cut_the_runs_apart(toy_tokenizer, pattern, kept):
@@ -172,6 +172,23 @@ def test_a_wide_count_is_kept_where_the_literals_cut_the_runs_apart(toy_tokenize
     if pattern.startswith("^[^.") and kept:   # a segment one past its count: refused as it is written
         v, enc = slot_named(c, compile_canvas(c), "v"), toy_tokenizer.encode
         assert v.accepts(enc("a" * 32 + ".b")) and not v.accepts(enc("a" * 33 + ".b"))
+
+
+@pytest.mark.parametrize("kind", ["string", ["string", "null"]])
+def test_one_counted_class_is_a_length_bound(toy_tokenizer, kind):
+    """`^.{1,24}$` is a length bound: the slot counts it (nullable, a DFA counting it would not
+    be built in six minutes), and takes 1 to 24 characters, as written, or null where nullable."""
+    schema = {"type": "object", "required": ["v", "w"], "properties": {
+        "v": {"type": kind, "pattern": "^.{1,24}$"}, "w": {"type": kind, "pattern": "^[a-z0-9_-]{2,40}$", "maxLength": 30}}}
+    c = build_canvas(schema, toy_tokenizer)
+    autos, enc = compile_canvas(c), toy_tokenizer.encode
+    quoted = (lambda t: f'"{t}"') if kind != "string" else (lambda t: t)
+    for name, lo, hi, char in (("v", 1, 24, "x"), ("w", 2, 30, "-")):
+        slot = slot_named(c, autos, name)
+        assert next(s for s in c.slots if s.path == name).length == (lo, hi)
+        assert slot.accepts(enc(quoted(char * lo))) and slot.accepts(enc(quoted(char * hi)))
+        assert not slot.accepts(enc(quoted(char * (lo - 1)))) and not slot.accepts(enc(quoted(char * (hi + 1))))
+    assert one_run("^[a-z][a-z]{1,4}$") is None and one_run(r"^\w{3,9}$") == (r"\w", 3, 9)
 
 
 def test_a_pattern_beside_a_format_holds_both(toy_tokenizer):
