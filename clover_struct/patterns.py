@@ -286,6 +286,8 @@ def one_run(pattern: str) -> tuple[str, int, int] | None:
         return None
     one = len(items) == 1 and items[0][0] in (_sre.IN, _sre.ANY, _sre.NOT_LITERAL, _sre.LITERAL)
     return (m[1], int(m[2]), int(m[3])) if one else None
+
+
 _CATEGORIES = {_sre.CATEGORY_DIGIT: r"\d", _sre.CATEGORY_NOT_DIGIT: r"\D", _sre.CATEGORY_SPACE: r"\s",
                _sre.CATEGORY_NOT_SPACE: r"\S", _sre.CATEGORY_WORD: r"\w", _sre.CATEGORY_NOT_WORD: r"\W"}
 
