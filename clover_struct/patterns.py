@@ -62,12 +62,13 @@ STRICT_FORMATS = {**FORMATS, "time": (f"{_CLOCK}{_OFFSET}", 14), "date-time": (f
 NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
 
 
-def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS
-                   ) -> tuple[str, int, tuple | None, list[tuple], str | None]:
+def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS,
+                   quoted: bool = False) -> tuple[str, int, tuple | None, list[tuple], str | None]:
     """A string schema's slot: (content regex, longest value in characters, (min, max) length for
     the automaton's counter or None, [(check op, bound)], the format's content regex where a
     `pattern` stands beside a known format, else None). The user's pattern always holds; beside a
-    format the automaton runs both regexes at once; an unknown format is an annotation."""
+    format the automaton runs both regexes at once; an unknown format is an annotation. `quoted`:
+    the regex stands between quotes (a nullable string's, one in a value's expression)."""
     fmt, lo, hi, pattern = s.get("format"), s.get("minLength", 0), s.get("maxLength"), s.get("pattern")
     if pattern is not None and (run := one_run(pattern)):   # its count is a length bound: the counter's
         pattern, lo, hi = f"^{run[0]}*$", max(lo, run[1]), run[2] if hi is None else min(hi, run[2])
@@ -85,7 +86,7 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
         if pattern is not None and not regular(pattern):   # the automaton holds a looser one; the check the rest
             checks.append(("pattern", pattern))
             pattern = loosened(pattern)
-        content = content_pattern(pattern, path) if pattern is not None else CHAR + "*"
+        content = content_pattern(pattern, path, quoted) if pattern is not None else CHAR + "*"
         size, length = hi or max(default_tokens, lo), (lo, hi) if lo or hi is not None else None
         if pattern is not None and (width := plain_width(pattern)) is not None:
             size = max(min(size, width), 1)  # no value of the pattern is longer
@@ -274,17 +275,17 @@ _RUN = re.compile(r"\^(.+)\{(\d+),(\d+)\}\$")
 
 
 def one_run(pattern: str) -> tuple[str, int, int] | None:
-    """(class, m, n) where `pattern` is one character class counted m to n times (`^.{1,24}$`,
-    `^[A-Za-z ]{2,40}$`), else None. Its count is a length bound, held by the slot's counter: a
-    DFA counting it after a nullable string's quote grows exponentially with n (0.4 s at 12,
-    none at 24 after six minutes)."""
+    """(class, m, n) where `pattern` is one character class wider than printable ASCII counted m
+    to n times (`^.{1,24}$`, `^[^,]{2,40}$`), else None. Its count is a length bound, held by the
+    slot's counter: a DFA counting it before a closing quote grows exponentially with n (0.4 s
+    at 12, none at 24 after six minutes)."""
     if not (m := _RUN.fullmatch(pattern)):
         return None
     try:
         items = _sre.parse(m[1])
     except re.error:
         return None
-    one = len(items) == 1 and items[0][0] in (_sre.IN, _sre.ANY, _sre.NOT_LITERAL, _sre.LITERAL)
+    one = len(items) == 1 and items[0][0] in (_sre.IN, _sre.ANY, _sre.NOT_LITERAL) and not _plain(items)
     return (m[1], int(m[2]), int(m[3])) if one else None
 
 
@@ -340,7 +341,7 @@ def _takes(op, av, c: str) -> bool:
     return op is not _sre.ANY or c != "\n"
 
 
-def content_pattern(pattern: str, path: str) -> str:
+def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
     """A `pattern` over the unescaped string, as a regex over the JSON text of the string.
 
     Each character class (`.`, `\\w`, `[^,]`, ...) becomes its characters JSON holds
@@ -352,11 +353,14 @@ def content_pattern(pattern: str, path: str) -> str:
     outlines-core's index takes time exponential in the width of such a repeat after an
     overlapping class (minutes at 63). The slot's character counter then bounds a plain
     pattern's length (string_content), and the final check (validation.py) the rest. In a
-    pattern whose literals cut its runs apart (`delimited`) the counts are kept.
+    pattern whose literals cut its runs apart (`delimited`) the counts are kept, but for a
+    `quoted` regex only where they count printable ASCII: before a closing quote, a count of a
+    wider class (`[^.\\s]`) takes time exponential in its width too (6 s at 12).
     """
     head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
     p, out, i = pattern[head:len(pattern) - tail], [], 0
-    wide = WIDE_REPEAT if not delimited(pattern) else _sre.MAXREPEAT
+    counted = delimited(pattern) and (not quoted or _plain(_whole(pattern)))
+    wide = _sre.MAXREPEAT if counted else WIDE_REPEAT
     while i < len(p):
         c, e, j = p[i], p[i + 1:i + 2], i + 2
         if c == "\\" and e == "d":  # ASCII digits: outlines-core's \d takes any Unicode digit

@@ -135,7 +135,7 @@ class ValueRegex:
             sign = pattern.startswith("-?")
             return "-?" * sign + "(?:0|[1-9][0-9]*)" + ("" if t == "integer" else r"(?:\.[0-9]+)?")
         if t == "string":
-            content, _, length, _, _ = string_content(s, path, self.strict)   # a format: the final check
+            content, _, length, _, _ = string_content(s, path, self.strict, quoted=True)   # a format: the final check
             if content == f"{CHAR}*" and length and length[1] is not None and length[1] <= SHORT:
                 content = f"{CHAR}{{{length[0]},{length[1]}}}"   # a short one counted (no slot counter here)
             return f'"(?:{content})"'

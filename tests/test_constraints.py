@@ -157,7 +157,7 @@ def test_a_pattern_no_automaton_holds_is_loosened_for_it_and_checked_whole(toy_t
 
 @pytest.mark.parametrize("pattern, kept", [
     (r"^[^.\s]{1,32}(\.[^.\s]{1,32}){1,3}$", True),   # winget's identifiers: the dots cut the runs apart
-    (r"^x[ab]{0,40}$", True),
+    (r"^[a-z0-9_-]{1,40}$", True), (r"^x[ab]{0,40}$", True),
     (r"^[a-z][a-z0-9_]{0,63}$", False),   # the run may start at the first letter or the second
     (r"[a-z]{1,40}", False)])              # unanchored: a search, which may start anywhere
 def test_a_wide_count_is_kept_where_the_literals_cut_the_runs_apart(toy_tokenizer, pattern, kept):
@@ -175,20 +175,26 @@ def test_a_wide_count_is_kept_where_the_literals_cut_the_runs_apart(toy_tokenize
 
 
 @pytest.mark.parametrize("kind", ["string", ["string", "null"]])
-def test_one_counted_class_is_a_length_bound(toy_tokenizer, kind):
+def test_one_counted_class_past_ascii_is_a_length_bound(toy_tokenizer, kind):
     """`^.{1,24}$` is a length bound: the slot counts it (nullable, a DFA counting it would not
-    be built in six minutes), and takes 1 to 24 characters, as written, or null where nullable."""
-    schema = {"type": "object", "required": ["v", "w"], "properties": {
-        "v": {"type": kind, "pattern": "^.{1,24}$"}, "w": {"type": kind, "pattern": "^[a-z0-9_-]{2,40}$", "maxLength": 30}}}
+    be built in six minutes), and takes 1 to 24 characters, as written, or null where nullable.
+    Counted before a quote, a wider class loosens its count (winget's identifiers: the final
+    check holds it); an ASCII one's stays."""
+    winget, ascii = r"^[^.\s]{1,32}(\.[^.\s]{1,32}){1,3}$", r"^[a-z0-9]{1,40}(\.[a-z0-9]{1,40})*$"
+    schema = {"type": "object", "required": ["v", "w", "x", "y"], "properties": {
+        "v": {"type": kind, "pattern": "^.{1,24}$"}, "w": {"type": kind, "pattern": "^[^,]{2,40}$", "maxLength": 30},
+        "x": {"type": kind, "pattern": winget}, "y": {"type": kind, "pattern": ascii}}}
     c = build_canvas(schema, toy_tokenizer)
     autos, enc = compile_canvas(c), toy_tokenizer.encode
     quoted = (lambda t: f'"{t}"') if kind != "string" else (lambda t: t)
-    for name, lo, hi, char in (("v", 1, 24, "x"), ("w", 2, 30, "-")):
+    for name, lo, hi in (("v", 1, 24), ("w", 2, 30)):
         slot = slot_named(c, autos, name)
         assert next(s for s in c.slots if s.path == name).length == (lo, hi)
-        assert slot.accepts(enc(quoted(char * lo))) and slot.accepts(enc(quoted(char * hi)))
-        assert not slot.accepts(enc(quoted(char * (lo - 1)))) and not slot.accepts(enc(quoted(char * (hi + 1))))
-    assert one_run("^[a-z][a-z]{1,4}$") is None and one_run(r"^\w{3,9}$") == (r"\w", 3, 9)
+        assert slot.accepts(enc(quoted("x" * lo))) and slot.accepts(enc(quoted("x" * hi)))
+        assert not slot.accepts(enc(quoted("x" * (lo - 1)))) and not slot.accepts(enc(quoted("x" * (hi + 1))))
+    assert ("{1,32}" in c.slots[2].pattern) == (kind == "string") and "{1,40}" in c.slots[3].pattern
+    assert one_run(r"^[a-z][a-z]{1,4}$") is None and one_run(r"^[a-z]{1,4}$") is None
+    assert one_run(r"^\w{3,9}$") == (r"\w", 3, 9)
 
 
 def test_a_pattern_beside_a_format_holds_both(toy_tokenizer):
