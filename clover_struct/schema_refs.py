@@ -322,11 +322,18 @@ class Document:
             if word and (s.get("type") == "object" or "properties" in s):
                 described = {k for k, v in (s.get("properties") or {}).items() if v is not False}
                 rules = [key_rule(m, described) for m in s[word]]
+                own: dict = {}    # keys members describe on their own, optional there: the object's too
+                for m in s[word]:
+                    for k, v in (m.get("properties") or {}).items() if isinstance(m, dict) else ():
+                        if k not in described and own.setdefault(k, v) != v:
+                            rules.append(None)   # described two ways: the members are shapes
                 if None not in rules:
                     # rules over an object's keys: the final check's; the keys of the first member the
                     # properties describe are written always (`x-written`), so that one member can hold
                     first = next((keys for keys in rules if set(keys) <= described), [])   # ([]: none needed)
                     s = {k: v for k, v in s.items() if k not in (word, "x-union")}
+                    if own:
+                        s["properties"] = {**s.get("properties", {}), **own}
                     if first:
                         s["x-written"] = list(dict.fromkeys([*s.get("x-written", []), *first]))
                     continue
@@ -388,13 +395,17 @@ VALUE_RULES = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
 def key_rule(m, described: set[str]) -> list[str] | None:
     """The keys an anyOf/oneOf member requires where all it asks is which keys an object has and
     what the properties it `described` hold ("userId or anonymousId", also as an allOf of such
-    rules): the object is laid out once and the final check holds the rule. None where the member
-    says more, or describes a key of its own (it is then a shape of the union)."""
+    rules): the object is laid out once and the final check holds the rule. A key the member
+    describes on its own, optional there, is laid out as the object's (its caller adds it). None
+    where the member says more, or requires a key of its own (it is then a shape of the union)."""
     if not isinstance(m, dict) or set(m) & VALUE_RULES - {"type"} or m.get("type", "object") != "object" \
-            or not set(m.get("properties") or {}) <= described:
+            or set(m.get("required", [])) & (set(m.get("properties") or {}) - described):
         return None
-    parts = [key_rule(x, described) for x in m.get("allOf", [])]
-    return None if None in parts else [*m.get("required", []), *(k for keys in parts for k in keys)]
+    parts = m.get("allOf", [])
+    keys = [key_rule(x, described) for x in parts]
+    if None in keys or any(set(x.get("properties") or {}) - described for x in parts):   # only a member's own are laid out
+        return None
+    return [*m.get("required", []), *(k for ks in keys for k in ks)]
 
 
 TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")

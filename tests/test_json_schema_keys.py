@@ -106,6 +106,21 @@ def test_members_that_rule_only_over_keys_and_values_of_keys_lay_the_object_out_
         assert [s.kind for s in build_canvas(union, toy_tokenizer).slots] == ["regex"]
 
 
+def test_a_members_own_optional_key_is_laid_out_as_the_objects(toy_tokenizer):
+    """bootstraprc's shape: each member of an anyOf beside the object's properties describes a key
+    of its own that it does not require and bars the other's: the object is laid out once with
+    both keys optional, and the final check holds the rule (as one slot of any value, the
+    object's own required keys had been left out)."""
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 4}}, "required": ["name"],
+              "anyOf": [{"properties": {"env": {"type": "boolean"}}, "not": {"required": ["extract"]}},
+                        {"properties": {"extract": {"type": "boolean"}}, "not": {"required": ["env"]}}]}
+    assert [s.path for s in build_canvas(schema, toy_tokenizer).slots] == ["name", "env", "extract"]
+    assert finish(decoded(toy_tokenizer, schema, {"name": "ab", "env": True})) == {"name": "ab", "env": True}
+    d = decoded(toy_tokenizer, schema, {"name": "ab", "env": True, "extract": False})
+    with pytest.raises(ExtractionError):   # both keys: neither member holds
+        d.canvas.validate(d.ids)
+
+
 def test_an_optional_key_past_the_recursion_depth_or_with_nothing_to_decide_is_left_out(toy_tokenizer):
     tree = {"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/n"}},
                             "required": ["v"]}}, "$ref": "#/$defs/n"}
