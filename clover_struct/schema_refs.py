@@ -403,8 +403,8 @@ def key_rule(m, described: set[str]) -> list[str] | None:
         return None
     parts = m.get("allOf", [])
     keys = [key_rule(x, described) for x in parts]
-    if None in keys or any(set(x.get("properties") or {}) - described for x in parts):   # only a member's own are laid out
-        return None
+    if None in keys or any(set(x.get("properties") or {}) - described for x in parts):
+        return None   # a part's own keys: only a member's own are laid out
     return [*m.get("required", []), *(k for ks in keys for k in ks)]
 
 

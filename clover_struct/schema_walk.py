@@ -442,7 +442,8 @@ class Builder:
         return ListNode(tuple(items), nullable)
 
     def string(self, s, path, nullable, tokens):
-        content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens, quoted=nullable)
+        content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens,
+                                                             quoted=nullable)
         parent, _, _ = path.rpartition(".")
         before, beside = (s.get(key) and (f"{parent}.{s[key]}" if parent else s[key]) for key in SIBLING_KEYS)
         spec = dict(checks=tuple(Check(*c) for c in checks), length=length, verbatim=bool(s.get("verbatim")),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import weakref
 
 import numpy as np
 
@@ -39,6 +40,7 @@ _FREE_TEXT = (CHAR + "*", f'null|"(?:{CHAR}*)"')   # the patterns of strings tha
 # Words run together with a space: a pattern that takes any of these is prose (a name, a place),
 # whose extent only the model can judge, and is copied as free text is.
 _PROSE = ("ab cd", "Ab Cd", "AB CD")
+_IS_PROSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # slot automaton -> prose or not
 # What may stand between two pieces of one list in the text: punctuation and spaces, and a
 # joining word or an item number or both ("5130N 00010W - 5140N", "... TO 5140N", "\n2. 5140N",
 # "；（2）北纬31.02度").
@@ -249,13 +251,19 @@ class Verbatim:
         self.inner, self.source, self.pieces = inner, source, source.pieces
         self.slot, self.budget, self.pad_id = inner.slot, inner.budget, inner.pad_id
         self.initial = (inner.initial, inner.slot.json_kind == "string", 0)
-        # free text and prose need no look-ahead
-        self.patterned = inner.slot.pattern not in _FREE_TEXT and not any(map(self._takes, _PROSE))
+        self.patterned = inner.slot.pattern not in _FREE_TEXT and not self._prose()   # they need no look-ahead
         self._tokens: dict = {}
         self._finish: dict = {}
         self._next: dict = {}
         self._ends: dict = {}
         self._longer: dict = {}
+
+    def _prose(self) -> bool:
+        """Whether the pattern takes words run together (_PROSE); asked once per slot automaton,
+        which every text of its schema shares."""
+        if self.inner not in _IS_PROSE:
+            _IS_PROSE[self.inner] = any(map(self._takes, _PROSE))
+        return _IS_PROSE[self.inner]
 
     def _takes(self, text: str) -> bool:
         """Whether the automaton takes `text`, a token a byte, as a string's whole content (a
