@@ -106,6 +106,18 @@ def test_the_card_is_rendered_from_the_shipped_training_and_evaluation_files():
     assert render_dir(SHIPPED) in (SHIPPED / "MODEL_CARD.md").read_text()
 
 
+# One height, which clover-mini copies as both floor and ceiling.
+ONE_HEIGHT = ("CASA: drone no-fly zone for the Melbourne Cup. Area: 2 km around -37.7906, 144.9117. Time: 4 "
+              "November 2028 10:00 to 4 November 2028 19:00 local time (UTC+11). Maximum altitude: 400 feet.")
+
+
+def test_a_zone_of_no_height_is_mended_where_the_model_doubts_most(model):
+    """floor = ceiling fails NoFlyZone's check of the record; of the changes that pass it, the one
+    the model rates least unlikely leaves the floor null (the surface): 'Maximum altitude' is a ceiling."""
+    got = extract(ONE_HEIGHT, NoFlyZone, model=model)
+    assert (got.floor, got.ceiling) == (None, "400 feet")
+
+
 class NoThinZone(NoFlyZone):
     """A user's stricter zone: its ceiling may not equal its floor."""
 
@@ -121,8 +133,7 @@ def test_a_mended_copy_is_still_a_piece_of_the_text(model):
     """clover-mini copies `400 feet` as floor and ceiling; the user's check rejects the ceiling.
     Its mend is null or another piece of the text, never a number the text lacks (the ceiling's
     pattern alone would take `1000feet`, which the model ranks next)."""
-    text = ("CASA: drone no-fly zone for the Melbourne Cup. Area: 2 km around -37.7906, 144.9117. Time: 4 "
-            "November 2028 10:00 to 4 November 2028 19:00 local time (UTC+11). Maximum altitude: 400 feet.")
+    text = ONE_HEIGHT
     got, trace = extract(text, NoThinZone, model=model, trace=True)
     assert got.ceiling is None or got.ceiling in text
     for path, value in got.model_dump(include={"floor", "ceiling", "valid_from_raw", "valid_to_raw"}).items():

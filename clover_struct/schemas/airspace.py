@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Annotated, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
@@ -305,9 +305,10 @@ class NoFlyZone(BaseModel):
     area: Optional[Area] = Field(None, description="the horizontal extent: a circle or a polygon; null when the "
                                                    "notice defines no zone")
 
-    # Each check names the field a repair should change (a check of the whole record could
-    # only be mended by a guess at which field was wrong): limits and times are read in
-    # field order, a field seeing the ones validated before it.
+    # Each check names the field a repair should change: limits and times are read in field
+    # order, a field seeing the ones validated before it. Only a zone of no height is checked
+    # as a record, as either limit may be the wrong one: the repair makes the change the
+    # model finds least unlikely ('Maximum altitude: 400 feet' copied twice loses the floor).
     @field_validator("floor")
     @classmethod
     def _floor(cls, v: Optional[str]) -> Optional[str]:
@@ -346,6 +347,13 @@ class NoFlyZone(BaseModel):
         if start is not None and end is not None and end < start:
             raise ValueError(f"valid_to_raw {v!r} is before valid_from_raw {info.data['valid_from_raw']!r}")
         return v
+
+    @model_validator(mode="after")
+    def _height(self) -> NoFlyZone:
+        if self.ceiling is not None and self.floor is not None and self.ceiling_ref == self.floor_ref \
+                and self.ceiling_m == self.floor_m:
+            raise ValueError(f"floor {self.floor!r} and ceiling {self.ceiling!r} are the same height")
+        return self
 
     # -- read values -----------------------------------------------------------------------------
     @property
