@@ -24,6 +24,7 @@ FLOAT_INT_DIGITS = 9        # integer digits of such a float
 FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in degrees)
 
 WIDE_REPEAT = 12            # a user's {m,n} wider than this is written {m,} (see content_pattern)
+WIDE_CLASS_REPEAT = 2       # the same for a count of a class wider than printable ASCII
 STRING_TOKENS_CAP = 128     # most tokens a string slot takes from max_length alone (max_tokens overrides)
 
 SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescaped
@@ -341,6 +342,14 @@ def _takes(op, av, c: str) -> bool:
     return op is not _sre.ANY or c != "\n"
 
 
+def _plain_atom(atom: str) -> bool:
+    """Whether a piece of a pattern (a class, an escape, a group) matches only plain ASCII."""
+    try:
+        return _plain(_sre.parse(atom))
+    except re.error:
+        return False
+
+
 def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
     """A `pattern` over the unescaped string, as a regex over the JSON text of the string.
 
@@ -351,16 +360,19 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
 
     A counted repeat wider than WIDE_REPEAT (`[a-z][a-z0-9_]{0,63}`) is written `{m,}`:
     outlines-core's index takes time exponential in the width of such a repeat after an
-    overlapping class (minutes at 63). The slot's character counter then bounds a plain
-    pattern's length (string_content), and the final check (validation.py) the rest. In a
-    pattern whose literals cut its runs apart (`delimited`) the counts are kept, but for a
-    `quoted` regex only where they count printable ASCII: before a closing quote, a count of a
-    wider class (`[^.\\s]`) takes time exponential in its width too (6 s at 12).
+    overlapping class (minutes at 63). A class wider than printable ASCII (`.`, `\\w`, `[^,]`)
+    grows it far faster, each of its characters several bytes: its counts wider than
+    WIDE_CLASS_REPEAT are loosened too (`^.{1,12}@.{1,12}$` took 32 s, 7 s at {2,8} before a
+    quote). The slot's character counter then bounds a plain pattern's length (string_content),
+    and the final check (validation.py) the rest. In a pattern whose literals cut its runs apart
+    (`delimited`) the counts are kept, but for a `quoted` regex only where they count printable
+    ASCII: before a closing quote, a count of a wider class (`[^.\\s]`) takes time exponential
+    in its width too (6 s at 12).
     """
     head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
     p, out, i = pattern[head:len(pattern) - tail], [], 0
     counted = delimited(pattern) and (not quoted or _plain(_whole(pattern)))
-    wide = _sre.MAXREPEAT if counted else WIDE_REPEAT
+    opened, last = [], ""   # where each open group starts; the atom a count repeats
     while i < len(p):
         c, e, j = p[i], p[i + 1:i + 2], i + 2
         if c == "\\" and e == "d":  # ASCII digits: outlines-core's \d takes any Unicode digit
@@ -370,7 +382,8 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
             out.append(_atom(p[i:j], p[i:j]))
         elif c == "\\":
             out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\"}.get(e, p[i:j]))
-        elif c == "{" and (m := _COUNTED.match(p, i)) and int(m[2]) - int(m[1]) > wide:
+        elif c == "{" and (m := _COUNTED.match(p, i)) and int(m[2]) - int(m[1]) > (
+                _sre.MAXREPEAT if counted else WIDE_REPEAT if _plain_atom(last) else WIDE_CLASS_REPEAT):
             out.append(f"{{{m[1]},}}")
             j = m.end()
         elif c == "[":
@@ -384,5 +397,7 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
         else:
             out.append(_atom(".", SAFE) if c == "." else {'"': r'\\"'}.get(c, c))
             j = i + 1
+            opened += [i] if c == "(" else []
+        last = p[opened.pop():j] if c == ")" and opened else p[i:j]
         i = j
     return f"{'' if head else CHAR + '*'}(?:{''.join(out)}){'' if tail else CHAR + '*'}"

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from clover_struct.constraints import DEAD, ChoiceSet, SlotAutomaton, compile_canvas, slot_value
 from clover_struct.errors import ExtractionError, SchemaError
-from clover_struct.patterns import delimited, loosened, one_run, regular
+from clover_struct.patterns import content_pattern, delimited, loosened, one_run, regular
 from clover_struct.schema_walk import build_canvas
 
 
@@ -195,6 +195,19 @@ def test_one_counted_class_past_ascii_is_a_length_bound(toy_tokenizer, kind):
     assert ("{1,32}" in c.slots[2].pattern) == (kind == "string") and "{1,40}" in c.slots[3].pattern
     assert one_run(r"^[a-z][a-z]{1,4}$") is None and one_run(r"^[a-z]{1,4}$") is None
     assert one_run(r"^\w{3,9}$") == (r"\w", 3, 9)
+
+
+def test_a_count_of_a_class_past_ascii_is_loosened_unless_narrow_or_delimited():
+    """An automaton counting `.` between literals it also takes grows exponentially with the count
+    (`^.{1,12}@.{1,12}$`: 32 s to lay out, nullable `^.{2,10} .{2,10}$` 144 s): such counts are
+    written {m,}, the final check holds them. ASCII classes, counts of at most WIDE_CLASS_REPEAT
+    and runs the literals cut apart (unquoted) keep theirs."""
+    assert content_pattern(r"^.{1,12}@.{1,12}$", "v").count("{1,}") == 2
+    assert content_pattern(r"^[a-z]{1,12}@[a-z]{1,12}$", "v").count("{1,12}") == 2
+    narrow = content_pattern(r"^\w{1,3}-(x|\w){1,12}$", "v")
+    assert "{1,3}" in narrow and "{1,12}" not in narrow and "(ab){1,12}" in content_pattern(r"^(ab){1,12}$", "v")
+    cut = r"^[^/]{1,20}/[^/]{1,20}$"
+    assert content_pattern(cut, "v").count("{1,20}") == 2 and "{1,20}" not in content_pattern(cut, "v", quoted=True)
 
 
 def test_a_pattern_beside_a_format_holds_both(toy_tokenizer):
