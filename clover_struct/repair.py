@@ -69,8 +69,8 @@ def _nearest(slot, value):
 
 def _fallbacks(d: Decoded, i):
     """Next-best complete values of slot i: the model's (searched best first, then completed
-    greedily), then the nearest valid one; for a JSON Schema's whole value (a union, any value),
-    last the plainest values of each JSON type."""
+    greedily), then the nearest valid one, then null where the field may be null; for a JSON
+    Schema's whole value (a union, any value), last the plainest values of each JSON type."""
     yield from (ids for _, ids in alternatives(d, i))
     if (ids := _greedy(d, i)) is not None:
         yield ids
@@ -80,7 +80,8 @@ def _fallbacks(d: Decoded, i):
     except ExtractionError:
         nearest = []
     plainest = PLAINEST if canvas.model is None and s.json_kind == "value" and not s.union else ()
-    for text in [s.render(v) for v in nearest if v is not None] + list(plainest):
+    null = ["null"] if s.nullable and s.json_kind == "value" else []   # the text may not state it
+    for text in [s.render(v) for v in nearest if v is not None] + null + list(plainest):
         ids = canvas.tokenizer.encode(text)
         if d.automata[i].accepts(ids):
             yield ids + [canvas.pad_id] * (s.budget - len(ids))

@@ -351,3 +351,22 @@ def test_a_field_validator_is_checked_on_every_fallback(models):
     eight, one = (models[0].tokenizer.encode(d)[0] for d in "81")
     r, = extract_many(["some text"], _Odd, model=_Biased(_Biased(models[0], one, 50.0), eight))
     assert isinstance(r, _Odd) and r.n % 2 == 1 and set(str(r.n)) <= {"1", "8"}, r
+
+
+class _Unheard(BaseModel):
+    word: Optional[str] = Field(None, max_length=6)
+
+    @field_validator("word")
+    @classmethod
+    def _refuse(cls, v):
+        if v is not None:
+            raise ValueError("no word is valid here")
+        return v
+
+
+# Where no value the model rates passes a field's check, a field that may be null is null (the
+# text may not state it) rather than an error: the puppet writes letters, never null.
+def test_a_nullable_field_no_value_mends_is_null(models):
+    a = models[0].tokenizer.encode("a")[0]
+    r, = extract_many(["some text"], _Unheard, model=_Biased(models[0], a))
+    assert r == _Unheard(word=None), r
