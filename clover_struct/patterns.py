@@ -54,12 +54,21 @@ _URI = f"[A-Za-z][A-Za-z0-9+.-]*:(?://{_HOST}(?::[0-9]{{1,5}})?(?:/{_P}*)*|{_P}+
 _RELATIVE = f"(?://{_HOST}(?::[0-9]{{1,5}})?)?(?:/?(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{{2}})+(?:/{_P}*)*|/)?{_TAIL}"
 _EMAIL = f"[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@{_HOST}"
 _UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
-# format -> (content regex, longest text). Pydantic's date-time and time may omit the offset (it reads
-# both); JSON Schema's (RFC 3339) carry one: STRICT_FORMATS, for JSON Schemas.
-FORMATS = {"date": (_DATE, 10), "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 25),
-           "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80), "hostname": (_HOST, 120),
-           "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120), "uri-reference": (f"{_URI}|{_RELATIVE}", 120)}
-STRICT_FORMATS = {**FORMATS, "time": (f"{_CLOCK}{_OFFSET}", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25)}
+_NET4, _NET6 = f"{_IPV4}(?:/(?:3[0-2]|[12]?[0-9]))?", f"(?:{_IPV6})(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
+_NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NET6}", 43)}
+# format -> (content regex, longest text): JSON Schema's formats and, for pydantic models, pydantic's
+# own as it validates them (UUID4: its version and RFC 4122's variant; IPvAnyAddress; a network,
+# whose zero host bits are the final check's). Pydantic's date-time and time may omit the offset (it
+# reads both); JSON Schema's (RFC 3339) carry one: STRICT_FORMATS, for JSON Schemas.
+_STANDARD = {"date": (_DATE, 10), "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80),
+             "hostname": (_HOST, 120), "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120),
+             "uri-reference": (f"{_URI}|{_RELATIVE}", 120)}
+FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 25),
+           "ipvanyaddress": (f"{_IPV4}|{_IPV6}", 39),
+           **{f"{v}{kind}": net for v, net in _NETWORKS.items() for kind in ("network", "interface")},
+           **{f"uuid{v}": (f"{_HEX}{{8}}-{_HEX}{{4}}-{v}{_HEX}{{3}}-[89abAB]{_HEX}{{3}}-{_HEX}{{12}}", 36)
+              for v in (1, 3, 4, 5, 6, 7, 8)}}
+STRICT_FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25)}
 NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
 
 

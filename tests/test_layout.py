@@ -360,6 +360,27 @@ def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, f
     assert e.value.path == path and f"`{path or '<root>'}`" in str(e.value)
 
 
+def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
+    """UUID4, IPvAnyAddress, networks and interfaces (pydantic's own formats): a slot takes their
+    forms pydantic takes, not another version or form (a network's host bits are the final check's)."""
+    import ipaddress
+
+    from pydantic import UUID4, IPvAnyAddress, IPvAnyNetwork, TypeAdapter
+
+    fields = {"id": UUID4, "ip": IPvAnyAddress, "net": IPvAnyNetwork, "v4": ipaddress.IPv4Interface}
+    forms = {"id": (["1b4e28ba-2fa1-41d2-883f-0016D3CCA427"], ["1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+                                                            "1b4e28ba-2fa1-41d2-c83f-0016d3cca427"]),
+             "ip": (["10.0.0.1", "2001:db8::1"], ["10.0.0.256", "10.0.0.1/8"]),
+             "net": (["10.0.0.0/8", "2001:db8::/32", "10.0.0.0"], ["10.0.0.0/33", "2001:db8::/129"]),
+             "v4": (["10.0.0.1/24", "10.0.0.1"], ["2001:db8::1/64"])}
+    c = build_canvas(BaseModel.__class__("Host", (BaseModel,), {"__annotations__": fields}), toy_tokenizer)
+    for s in c.slots:
+        good, bad = forms[s.path]
+        for text in good:
+            assert re.fullmatch(s.pattern, text) and TypeAdapter(fields[s.path]).validate_python(text), text
+        assert not any(re.fullmatch(s.pattern, text) for text in bad), s.path
+
+
 def test_backslash_d_means_ascii_digits(toy_tokenizer):
     class Coord(BaseModel):
         lat: str = Field(pattern=r"^\d{4}[NS\d]$")
