@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic.json_schema import GenerateJsonSchema
+
 from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, loosened,
@@ -597,6 +599,15 @@ def _whole_pattern(slot: Slot) -> str:
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
+class _ModelSchema(GenerateJsonSchema):
+    """A pydantic model's JSON Schema, its datetimes' rule on a time zone kept in their format
+    (AwareDatetime: `date-time-aware`, NaiveDatetime: `date-time-naive`), which a slot's regex holds."""
+
+    def datetime_schema(self, schema):
+        out, tz = super().datetime_schema(schema), schema.get("tz_constraint")
+        return out if tz is None else {**out, "format": f"date-time-{'naive' if tz == 'naive' else 'aware'}"}
+
+
 def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,
                  mask_id: int | None = None, pad_id: int | None = None, room: int | None = None,
                  vocab_size: int | None = None) -> Canvas:
@@ -631,7 +642,7 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     if key not in cache:
         if model is None:
             check_nesting(schema)
-        raw = model.model_json_schema() if model else schema
+        raw = model.model_json_schema(schema_generator=_ModelSchema) if model else schema
         cache[key] = _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size)
     if context is not None:
         cache[key].check_fits(context)

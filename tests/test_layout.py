@@ -361,18 +361,22 @@ def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, f
 
 
 def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
-    """UUID4, IPvAnyAddress, networks and interfaces (pydantic's own formats): a slot takes their
-    forms pydantic takes, not another version or form (a network's host bits are the final check's)."""
+    """UUID4, IPvAnyAddress, networks and interfaces (pydantic's own formats), aware and naive
+    datetimes: a slot takes their forms pydantic takes, not another version or form (a network's
+    host bits are the final check's)."""
     import ipaddress
 
-    from pydantic import UUID4, IPvAnyAddress, IPvAnyNetwork, TypeAdapter
+    from pydantic import UUID4, AwareDatetime, IPvAnyAddress, IPvAnyNetwork, NaiveDatetime, TypeAdapter
 
-    fields = {"id": UUID4, "ip": IPvAnyAddress, "net": IPvAnyNetwork, "v4": ipaddress.IPv4Interface}
+    fields = {"id": UUID4, "ip": IPvAnyAddress, "net": IPvAnyNetwork, "v4": ipaddress.IPv4Interface,
+              "at": AwareDatetime, "local": NaiveDatetime}
     forms = {"id": (["1b4e28ba-2fa1-41d2-883f-0016D3CCA427"], ["1b4e28ba-2fa1-11d2-883f-0016d3cca427",
                                                             "1b4e28ba-2fa1-41d2-c83f-0016d3cca427"]),
              "ip": (["10.0.0.1", "2001:db8::1"], ["10.0.0.256", "10.0.0.1/8"]),
              "net": (["10.0.0.0/8", "2001:db8::/32", "10.0.0.0"], ["10.0.0.0/33", "2001:db8::/129"]),
-             "v4": (["10.0.0.1/24", "10.0.0.1"], ["2001:db8::1/64"])}
+             "v4": (["10.0.0.1/24", "10.0.0.1"], ["2001:db8::1/64"]),
+             "at": (["2024-03-18T09:30:00Z", "2024-03-18T09:30:00+05:30"], ["2024-03-18T09:30:00"]),
+             "local": (["2024-03-18T09:30:00"], ["2024-03-18T09:30:00Z"])}
     c = build_canvas(BaseModel.__class__("Host", (BaseModel,), {"__annotations__": fields}), toy_tokenizer)
     for s in c.slots:
         good, bad = forms[s.path]
