@@ -600,12 +600,17 @@ _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
 class _ModelSchema(GenerateJsonSchema):
-    """A pydantic model's JSON Schema, its datetimes' rule on a time zone kept in their format
-    (AwareDatetime: `date-time-aware`, NaiveDatetime: `date-time-naive`), which a slot's regex holds."""
+    """A pydantic model's JSON Schema keeping rules its own leaves out, for a slot's regex to hold
+    them: a datetime's on a time zone in its format (AwareDatetime: `date-time-aware`,
+    NaiveDatetime: `date-time-naive`), a URL's schemes as a pattern (HttpUrl: `^(?:http|https):`)."""
 
     def datetime_schema(self, schema):
         out, tz = super().datetime_schema(schema), schema.get("tz_constraint")
         return out if tz is None else {**out, "format": f"date-time-{'naive' if tz == 'naive' else 'aware'}"}
+
+    def url_schema(self, schema):
+        out, schemes = super().url_schema(schema), schema.get("allowed_schemes")
+        return out if not schemes else {**out, "pattern": f"^(?:{'|'.join(map(literal, schemes))}):"}
 
 
 def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,

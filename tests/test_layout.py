@@ -362,27 +362,29 @@ def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, f
 
 def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
     """UUID4, IPvAnyAddress, networks and interfaces (pydantic's own formats), aware and naive
-    datetimes: a slot takes their forms pydantic takes, not another version or form (a network's
-    host bits are the final check's)."""
+    datetimes, HttpUrl's schemes: a slot takes their forms pydantic takes, not another version or
+    form (a network's host bits are the final check's)."""
     import ipaddress
 
-    from pydantic import UUID4, AwareDatetime, IPvAnyAddress, IPvAnyNetwork, NaiveDatetime, TypeAdapter
+    from pydantic import UUID4, AwareDatetime, HttpUrl, IPvAnyAddress, IPvAnyNetwork, NaiveDatetime, TypeAdapter
 
     fields = {"id": UUID4, "ip": IPvAnyAddress, "net": IPvAnyNetwork, "v4": ipaddress.IPv4Interface,
-              "at": AwareDatetime, "local": NaiveDatetime}
+              "at": AwareDatetime, "local": NaiveDatetime, "web": HttpUrl}
     forms = {"id": (["1b4e28ba-2fa1-41d2-883f-0016D3CCA427"], ["1b4e28ba-2fa1-11d2-883f-0016d3cca427",
                                                             "1b4e28ba-2fa1-41d2-c83f-0016d3cca427"]),
              "ip": (["10.0.0.1", "2001:db8::1"], ["10.0.0.256", "10.0.0.1/8"]),
              "net": (["10.0.0.0/8", "2001:db8::/32", "10.0.0.0"], ["10.0.0.0/33", "2001:db8::/129"]),
              "v4": (["10.0.0.1/24", "10.0.0.1"], ["2001:db8::1/64"]),
              "at": (["2024-03-18T09:30:00Z", "2024-03-18T09:30:00+05:30"], ["2024-03-18T09:30:00"]),
-             "local": (["2024-03-18T09:30:00"], ["2024-03-18T09:30:00Z"])}
+             "local": (["2024-03-18T09:30:00"], ["2024-03-18T09:30:00Z"]),
+             "web": (["https://example.org/a?b=1"], ["ftp://example.org/a"])}
     c = build_canvas(BaseModel.__class__("Host", (BaseModel,), {"__annotations__": fields}), toy_tokenizer)
     for s in c.slots:
         good, bad = forms[s.path]
+        takes = lambda text: all(re.fullmatch(p, text) for p in (s.pattern, s.also) if p)  # noqa: E731
         for text in good:
-            assert re.fullmatch(s.pattern, text) and TypeAdapter(fields[s.path]).validate_python(text), text
-        assert not any(re.fullmatch(s.pattern, text) for text in bad), s.path
+            assert takes(text) and TypeAdapter(fields[s.path]).validate_python(text), text
+        assert not any(takes(text) for text in bad), s.path
 
 
 def test_backslash_d_means_ascii_digits(toy_tokenizer):
