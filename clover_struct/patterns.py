@@ -58,8 +58,9 @@ _NET4, _NET6 = f"{_IPV4}(?:/(?:3[0-2]|[12]?[0-9]))?", f"(?:{_IPV6})(?:/(?:12[0-8
 _NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NET6}", 43)}
 # format -> (content regex, longest text): JSON Schema's formats and, for pydantic models, pydantic's
 # own as it validates them (UUID4: its version and RFC 4122's variant; IPvAnyAddress; a network,
-# whose zero host bits are the final check's; AwareDatetime, schema_walk._ModelSchema). Pydantic's date-time and time may omit the offset (it
-# reads both); JSON Schema's (RFC 3339) carry one: STRICT_FORMATS, for JSON Schemas.
+# whose zero host bits are the final check's; AwareDatetime: schema_walk._ModelSchema). Pydantic's
+# date-time and time may omit the offset (it reads both); JSON Schema's (RFC 3339) carry one:
+# STRICT_FORMATS, for JSON Schemas.
 _STANDARD = {"date": (_DATE, 10), "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80),
              "hostname": (_HOST, 120), "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120),
              "uri-reference": (f"{_URI}|{_RELATIVE}", 120)}
@@ -71,6 +72,7 @@ FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_D
               for v in (1, 3, 4, 5, 6, 7, 8)}}
 STRICT_FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25)}
 NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
+CALENDAR_FORMATS = ("date", "date-time", "date-time-aware", "date-time-naive")   # a real date: a check
 
 
 def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS,
@@ -88,7 +90,7 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
         raise SchemaError(path, NO_FORMATS[fmt])
     if hi is not None and hi < lo:
         raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}: no string satisfies both; fix the bounds")
-    checks = [("format", fmt)] * (fmt in ("date", "date-time", "date-time-aware", "date-time-naive"))
+    checks = [("format", fmt)] * (fmt in CALENDAR_FORMATS)
     also = None
     if fmt in formats and pattern is None:
         content, size = formats[fmt]
