@@ -24,6 +24,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
 from .validation import path_of
@@ -418,12 +420,18 @@ def alternatives(d: Decoded, i, limit: int = 64, pops: int = 4096, ranked_only: 
         yield from sorted((cost(d, i, c), c) for c in a.candidates().tolist() if c != current)[:limit]
         return
     # Entries hold the state BEFORE their last token: the automaton steps only for the
-    # sequences popped, not for every token pushed.
-    heap = [(0.0, (), a.initial)]
+    # sequences popped, not for every token pushed. A position's unranked tokens, all scored
+    # alike, are one entry that hands out one of them at a time (`rest`, from `at`).
+    heap = [(0.0, (), a.initial, (), 0)]
     found, copied = 0, _copied(d, i)   # a copied value's alternatives are copies too
     while heap and found < limit and pops > 0:
+        total, seq, state, rest, at = heapq.heappop(heap)
+        if len(rest):
+            heapq.heappush(heap, (total, seq + (int(rest[at]),), state, (), 0))
+            if at + 1 < len(rest):
+                heapq.heappush(heap, (total, seq, state, rest, at + 1))
+            continue
         pops -= 1
-        total, seq, state = heapq.heappop(heap)
         k = len(seq)
         if seq:
             state = a.next(state, seq[-1])
@@ -436,8 +444,11 @@ def alternatives(d: Decoded, i, limit: int = 64, pops: int = 4096, ranked_only: 
                 yield total, out
             continue
         ranked, floor = _scores(d, s.start + k)
-        tokens = a.allowed(state, s.budget - k).tolist()
+        tokens = a.allowed(state, s.budget - k)
         if ranked_only and ranked:   # a position never scored keeps every token
-            tokens = [t for t in tokens if t in ranked or t == pad]
-        for t in tokens:
-            heapq.heappush(heap, (total - ranked.get(t, floor), seq + (t,), state))
+            tokens = tokens[np.isin(tokens, [*ranked, pad])]
+        known = np.isin(tokens, list(ranked))
+        for t in tokens[known].tolist():
+            heapq.heappush(heap, (total - ranked[t], seq + (t,), state, (), 0))
+        if len(unranked := tokens[~known]):
+            heapq.heappush(heap, (total - floor, seq, state, unranked, 0))

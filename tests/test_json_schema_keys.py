@@ -602,3 +602,27 @@ def test_map_entries_the_final_check_names_by_their_keys_are_left_out(toy_tokeni
         "type": "string", "maxLength": 4, "not": {"const": "x"}}}}, "required": ["owners"]}
     owners = finish(decoded(toy_tokenizer, schema, {"owners": {"al": "ok", "bob": "x", "cy": "x"}}))["owners"]
     assert owners["al"] == "ok" and len(owners) < 3 and "x" not in owners.values()
+
+
+def test_the_next_best_values_are_every_value_the_slot_takes_cheapest_first(toy_tokenizer):
+    """repair.alternatives (a best-first search handing out a position's unranked tokens one at a
+    time) against every value the slot's automaton takes, priced one by one."""
+    from clover_struct.repair import alternatives, cost
+
+    d = decoded(toy_tokenizer, {"type": "object", "required": ["code"],
+                                "properties": {"code": {"type": "string", "pattern": "^[ab]{1,3}c?$"}}}, {"code": "ab"})
+    i, s = next((k, s) for k, s in enumerate(d.canvas.slots) if s.path == "code")
+    a, pad, every = d.automata[i], d.canvas.pad_id, []
+
+    def walk(seq, state):
+        if len(seq) == s.budget or seq and seq[-1] == pad:
+            every.append(seq + [pad] * (s.budget - len(seq)))
+            return
+        for t in a.allowed(state, s.budget - len(seq)).tolist():
+            walk(seq + [t], a.next(state, t))
+    walk([], a.initial)
+    every = [v for v in every if v != d.ids[s.start:s.end]]
+    got = list(alternatives(d, i, limit=10**6, pops=10**6))
+    assert sorted(map(tuple, every)) == sorted(tuple(v) for _, v in got) and len(got) > 20
+    assert [c for c, _ in got] == sorted(c for c, _ in got)
+    assert all(abs(c - cost(d, i, v)) < 1e-6 for c, v in got)
