@@ -367,6 +367,8 @@ class Document:
                            "number" in banned and "integer" not in banned]   # number holds the integers
                 s = {**{k: v for k, v in s.items() if k != "not"}, "type": allowed}
                 continue
+            if s.get("enum") == []:
+                raise Unsatisfiable(path, "enum is empty: no value is valid; give it a value, or leave it out")
             if "enum" in s and isinstance(s.get("type"), str):
                 kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
                 if not kept:

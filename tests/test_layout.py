@@ -350,6 +350,7 @@ def model(**fields):
     ({"$defs": {"a": {}}, "properties": {"x": {"$ref": "schema.json#/$defs/a"}}}, "x", r"outside this schema \(schema.json\)"),
     ({"type": "object", "properties": {"x": {"$ref": "#/$defs/nope"}}}, "x", "finds no '\\$defs'"),
     ({"type": "object", "properties": {"x": False}, "required": ["x"]}, "x", "no value is valid"),
+    ({"type": "object", "properties": {"x": {"enum": []}}, "required": ["x"]}, "x", "enum is empty"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "", "no value is both"),
     ({"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]}},
       "$ref": "#/$defs/n"}, "next.next.next", "no way to stop"),
