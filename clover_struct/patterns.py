@@ -58,7 +58,7 @@ _NET4, _NET6 = f"{_IPV4}(?:/(?:3[0-2]|[12]?[0-9]))?", f"(?:{_IPV6})(?:/(?:12[0-8
 _NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NET6}", 43)}
 # format -> (content regex, longest text): JSON Schema's formats and, for pydantic models, pydantic's
 # own as it validates them (UUID4: its version and RFC 4122's variant; IPvAnyAddress; a network,
-# whose zero host bits are the final check's; AwareDatetime: schema_walk._ModelSchema). Pydantic's
+# whose zero host bits are the final check's; AwareDatetime: model_schema.py). Pydantic's
 # date-time and time may omit the offset (it reads both); JSON Schema's (RFC 3339) carry one:
 # STRICT_FORMATS, for JSON Schemas.
 _STANDARD = {"date": (_DATE, 10), "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80),

@@ -27,8 +27,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from pydantic.json_schema import GenerateJsonSchema
-
 from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
 from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, loosened,
@@ -599,20 +597,6 @@ def _whole_pattern(slot: Slot) -> str:
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
-class _ModelSchema(GenerateJsonSchema):
-    """A pydantic model's JSON Schema keeping rules its own leaves out, for a slot's regex to hold
-    them: a datetime's on a time zone in its format (AwareDatetime: `date-time-aware`,
-    NaiveDatetime: `date-time-naive`), a URL's schemes as a pattern (HttpUrl: `^(?:http|https):`)."""
-
-    def datetime_schema(self, schema):
-        out, tz = super().datetime_schema(schema), schema.get("tz_constraint")
-        return out if tz is None else {**out, "format": f"date-time-{'naive' if tz == 'naive' else 'aware'}"}
-
-    def url_schema(self, schema):
-        out, schemes = super().url_schema(schema), schema.get("allowed_schemes")
-        return out if not schemes else {**out, "pattern": f"^(?:{'|'.join(map(literal, schemes))}):"}
-
-
 def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,
                  mask_id: int | None = None, pad_id: int | None = None, room: int | None = None,
                  vocab_size: int | None = None) -> Canvas:
@@ -647,7 +631,10 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     if key not in cache:
         if model is None:
             check_nesting(schema)
-        raw = model.model_json_schema(schema_generator=_ModelSchema) if model else schema
+            raw = schema
+        else:
+            from .model_schema import model_schema   # (pydantic is imported only for a model)
+            raw = model_schema(model)
         cache[key] = _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size)
     if context is not None:
         cache[key].check_fits(context)

@@ -1,0 +1,25 @@
+"""A pydantic model's JSON Schema for the layout: pydantic's own, keeping the rules it leaves out
+that a slot's regex can hold. A datetime's rule on a time zone is its format (AwareDatetime:
+`date-time-aware`, NaiveDatetime: `date-time-naive`, patterns.FORMATS); a URL's schemes are a
+pattern beside its `uri` format (HttpUrl: `^(?:http|https):`). pydantic still validates the record.
+"""
+
+from __future__ import annotations
+
+from pydantic.json_schema import GenerateJsonSchema
+
+from .patterns import literal
+
+
+class _Rules(GenerateJsonSchema):
+    def datetime_schema(self, schema):
+        out, tz = super().datetime_schema(schema), schema.get("tz_constraint")
+        return out if tz is None else {**out, "format": f"date-time-{'naive' if tz == 'naive' else 'aware'}"}
+
+    def url_schema(self, schema):
+        out, schemes = super().url_schema(schema), schema.get("allowed_schemes")
+        return out if not schemes else {**out, "pattern": f"^(?:{'|'.join(map(literal, schemes))}):"}
+
+
+def model_schema(model) -> dict:
+    return model.model_json_schema(schema_generator=_Rules)
