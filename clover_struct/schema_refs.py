@@ -20,13 +20,16 @@ Knows nothing of canvases, tokenizers or models.
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 import re
 from dataclasses import dataclass, field
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
 
 from .errors import SchemaError
+from .patterns import FLOAT_FRACTION_DIGITS
 
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
@@ -369,6 +372,10 @@ class Document:
                 continue
             if s.get("enum") == []:
                 raise Unsatisfiable(path, "enum is empty: no value is valid; give it a value, or leave it out")
+            if s.get("type") in ("integer", "number") and not _some_number(s):
+                kind = "integer" if s["type"] == "integer" else f"number of at most {FLOAT_FRACTION_DIGITS} decimals"
+                raise Unsatisfiable(path, f"no {kind} meets its bounds{' and multipleOf' * ('multipleOf' in s)}; "
+                                          "fix the bounds")
             if "enum" in s and isinstance(s.get("type"), str):
                 kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
                 if not kept:
@@ -411,6 +418,32 @@ def key_rule(m, described: set[str]) -> list[str] | None:
 
 
 TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
+
+
+def _some_number(s: dict) -> bool:
+    """Whether a number the layout writes (an integer, or one of at most FLOAT_FRACTION_DIGITS
+    decimals) meets a number schema's bounds and multipleOf: its least one above the lower bounds
+    stays within the upper ones."""
+    lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
+    if isinstance(xlo, bool):   # draft 4 spelling
+        lo, xlo = (None, lo) if xlo else (lo, None)
+    if isinstance(xhi, bool):
+        hi, xhi = (None, hi) if xhi else (hi, None)
+    if lo is None and xlo is None or hi is None and xhi is None:
+        return True
+    with localcontext() as exact:
+        exact.prec = 1000
+        step = Decimal(1) if s["type"] == "integer" else Decimal(10) ** -FLOAT_FRACTION_DIGITS
+        if isinstance(m := s.get("multipleOf"), (int, float)) and m > 0:   # a multiple of both
+            scale = Decimal(10) ** max(-step.as_tuple().exponent, -Decimal(str(m)).normalize().as_tuple().exponent, 0)
+            step = Decimal(math.lcm(int(step * scale), int(Decimal(str(m)) * scale))) / scale
+        least = max((step * (Decimal(str(b)) / step).to_integral_value(ROUND_FLOOR) + step if strict
+                     else step * (Decimal(str(b)) / step).to_integral_value(ROUND_CEILING))
+                    for b, strict in ((lo, False), (xlo, True)) if b is not None)
+        try:
+            return (hi is None or least <= Decimal(str(hi))) and (xhi is None or least < Decimal(str(xhi)))
+        except InvalidOperation:   # a NaN bound: the final check's to refuse
+            return True
 
 
 def is_of_type(value, t: str) -> bool:
