@@ -24,7 +24,7 @@ import math
 import posixpath
 import re
 from dataclasses import dataclass, field
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation, localcontext
+from fractions import Fraction
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
 
@@ -422,8 +422,8 @@ TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 
 def _some_number(s: dict) -> bool:
     """Whether a number the layout writes (an integer, or one of at most FLOAT_FRACTION_DIGITS
-    decimals) meets a number schema's bounds and multipleOf: its least one above the lower bounds
-    stays within the upper ones."""
+    decimals) meets a number schema's bounds and multipleOf: the least such number above the
+    lower bounds stays within the upper ones."""
     lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
     if isinstance(xlo, bool):   # draft 4 spelling
         lo, xlo = (None, lo) if xlo else (lo, None)
@@ -431,19 +431,16 @@ def _some_number(s: dict) -> bool:
         hi, xhi = (None, hi) if xhi else (hi, None)
     if lo is None and xlo is None or hi is None and xhi is None:
         return True
-    with localcontext() as exact:
-        exact.prec = 1000
-        step = Decimal(1) if s["type"] == "integer" else Decimal(10) ** -FLOAT_FRACTION_DIGITS
+    try:   # exact: Fraction('0.1') is a tenth
+        step = Fraction(1) if s["type"] == "integer" else Fraction(1, 10 ** FLOAT_FRACTION_DIGITS)
         if isinstance(m := s.get("multipleOf"), (int, float)) and m > 0:   # a multiple of both
-            scale = Decimal(10) ** max(-step.as_tuple().exponent, -Decimal(str(m)).normalize().as_tuple().exponent, 0)
-            step = Decimal(math.lcm(int(step * scale), int(Decimal(str(m)) * scale))) / scale
-        least = max((step * (Decimal(str(b)) / step).to_integral_value(ROUND_FLOOR) + step if strict
-                     else step * (Decimal(str(b)) / step).to_integral_value(ROUND_CEILING))
+            m = Fraction(str(m))
+            step = Fraction(math.lcm(step.numerator, m.numerator), math.gcd(step.denominator, m.denominator))
+        least = max(step * (math.floor(Fraction(str(b)) / step) + 1 if strict else math.ceil(Fraction(str(b)) / step))
                     for b, strict in ((lo, False), (xlo, True)) if b is not None)
-        try:
-            return (hi is None or least <= Decimal(str(hi))) and (xhi is None or least < Decimal(str(xhi)))
-        except InvalidOperation:   # a NaN bound: the final check's to refuse
-            return True
+        return (hi is None or least <= Fraction(str(hi))) and (xhi is None or least < Fraction(str(xhi)))
+    except ValueError:   # an infinite or NaN bound: the final check's to refuse
+        return True
 
 
 def is_of_type(value, t: str) -> bool:

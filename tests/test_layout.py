@@ -383,7 +383,7 @@ def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
              "at": (["2024-03-18T09:30:00Z", "2024-03-18T09:30:00+05:30"], ["2024-03-18T09:30:00"]),
              "local": (["2024-03-18T09:30:00"], ["2024-03-18T09:30:00Z"]),
              "web": (["https://example.org/a?b=1"], ["ftp://example.org/a"])}
-    c = build_canvas(BaseModel.__class__("Host", (BaseModel,), {"__annotations__": fields}), toy_tokenizer)
+    c = build_canvas(model(**{k: (t,) for k, t in fields.items()}), toy_tokenizer)
     for s in c.slots:
         good, bad = forms[s.path]
         takes = lambda text: all(re.fullmatch(p, text) for p in (s.pattern, s.also) if p)  # noqa: E731
