@@ -24,6 +24,9 @@ CONTACT = {"type": "object", "title": "contact",
            "required": ["name", "priority", "floor"]}
 MULTIPLE = {"type": "object", "title": "number",     # no integer in 1..9 is a multiple of 10
             "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9, "multipleOf": 10}}, "required": ["n"]}
+EMPTY = {"type": "object", "title": "code",          # a code of 2 to 4 characters that holds no character
+         "properties": {"code": {"type": "string", "minLength": 2, "maxLength": 4, "not": {"pattern": "."}}},
+         "required": ["code"]}
 
 
 def fmt(schema, name="record", **extra):
@@ -109,11 +112,16 @@ def test_without_a_response_format_the_answer_says_structured_output_only(client
 
 
 def test_a_field_no_valid_value_is_found_for_is_422_with_its_path_and_reason(client):
-    with pytest.raises(openai.UnprocessableEntityError) as e:
+    """A schema the layout sees no value can meet is refused (400); one only the final check
+    finds unmet (`not`) is an extraction error (422)."""
+    with pytest.raises(openai.BadRequestError, match="no integer meets its bounds and multipleOf") as e:
         client.chat.completions.create(model="clover-mini", messages=user("the number is 5"),
                                        response_format=fmt(MULTIPLE))
+    assert e.value.body["code"] == "schema_not_supported" and "field `n`" in e.value.body["message"]
+    with pytest.raises(openai.UnprocessableEntityError) as e:
+        client.chat.completions.create(model="clover-mini", messages=user("the code is AB"), response_format=fmt(EMPTY))
     body = e.value.body
-    assert body["type"] == "extraction_error" and body["path"] == "n" and "multiple_of 10" in body["reason"]
+    assert body["type"] == "extraction_error" and body["path"] == "code" and "should not be valid" in body["reason"]
 
 
 def test_malformed_requests_get_openai_error_objects(url):
@@ -177,9 +185,9 @@ def test_a_stream_yields_partial_records_that_end_in_the_final_one(client):
 
 
 def test_an_error_in_a_stream_is_an_error_event(client):
-    stream = client.chat.completions.create(model="clover-mini", messages=user("the number is 5"),
-                                            response_format=fmt(MULTIPLE), stream=True)
-    with pytest.raises(openai.APIError, match="multiple_of 10"):
+    stream = client.chat.completions.create(model="clover-mini", messages=user("the code is AB"),
+                                            response_format=fmt(EMPTY), stream=True)
+    with pytest.raises(openai.APIError, match="should not be valid"):
         list(stream)
 
 
