@@ -112,14 +112,21 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
     return content, size, length, checks, also
 
 
-def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
-    """A number schema's slot: (regex, longest text, [(check op, bound)]): digits enough for its
-    bounds, a sign only where a negative value is allowed, fractions of FLOAT_FRACTION_DIGITS."""
+def number_bounds(s: dict) -> tuple:
+    """A number schema's (minimum, maximum, exclusiveMinimum, exclusiveMaximum), each None where
+    absent, draft 4's boolean exclusive bounds read as the later drafts' numbers."""
     lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
     if isinstance(xlo, bool):   # draft 4 spelling
         lo, xlo = (None, lo) if xlo else (lo, None)
     if isinstance(xhi, bool):
         hi, xhi = (None, hi) if xhi else (hi, None)
+    return lo, hi, xlo, xhi
+
+
+def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
+    """A number schema's slot: (regex, longest text, [(check op, bound)]): digits enough for its
+    bounds, a sign only where a negative value is allowed, fractions of FLOAT_FRACTION_DIGITS."""
+    lo, hi, xlo, xhi = number_bounds(s)
     checks = [(op, b) for op, b in (("ge", lo), ("gt", xlo), ("le", hi), ("lt", xhi)) if b is not None]
     checks += [("multiple_of", s["multipleOf"])] if s.get("multipleOf") else []
     low, high = (lo if lo is not None else xlo), (hi if hi is not None else xhi)

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
 
 from .errors import SchemaError
-from .patterns import FLOAT_FRACTION_DIGITS
+from .patterns import FLOAT_FRACTION_DIGITS, number_bounds
 
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
@@ -424,11 +424,7 @@ def _some_number(s: dict) -> bool:
     """Whether a number the layout writes (an integer, or one of at most FLOAT_FRACTION_DIGITS
     decimals) meets a number schema's bounds and multipleOf: the least such number above the
     lower bounds stays within the upper ones."""
-    lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
-    if isinstance(xlo, bool):   # draft 4 spelling
-        lo, xlo = (None, lo) if xlo else (lo, None)
-    if isinstance(xhi, bool):
-        hi, xhi = (None, hi) if xhi else (hi, None)
+    lo, hi, xlo, xhi = number_bounds(s)
     if lo is None and xlo is None or hi is None and xhi is None:
         return True
     try:   # exact: Fraction('0.1') is a tenth
