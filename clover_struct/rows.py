@@ -523,7 +523,7 @@ def _copy_search(row: Row, i, lp, tail: list[float], reach: list[float], width: 
         grown = []
         for state, (score, path, data) in beam.items():
             toks = a.allowed(state, len(left) - k)
-            if pad in toks:
+            if pad in toks and a.copied_whole(state):
                 ended.append((score + tail[k], path + [pad]))
             toks = toks[toks != pad]
             top = (lp[p][torch.from_numpy(toks)].double() + score).topk(min(width, len(toks)))
@@ -539,7 +539,7 @@ def _copy_search(row: Row, i, lp, tail: list[float], reach: list[float], width: 
                 beam.setdefault(after, (v, path + [t], spelt))
         if tries <= 0:
             return ended
-    return ended + [(score, path) for state, (score, path, _) in beam.items() if a.is_final(state)]
+    return ended + [(score, path) for state, (score, path, _) in beam.items() if a.is_final(state) and a.copied_whole(state)]
 
 
 def spelt_as_encoded(tok, ids: list[int], data: bytes, following) -> bool:

@@ -218,7 +218,7 @@ class Source:
         return np.unique(at[np.searchsorted(at, lo):end]).tolist()
 
     def may_end(self, ends) -> bool:
-        return not isinstance(ends, int) and any(self.edge[e] for e in ends)
+        return isinstance(ends, tuple) and any(self.edge[e] for e in ends)
 
     def after(self, ends, c: int) -> tuple[int, ...]:
         if c == self.pieces.EMPTY:
@@ -239,6 +239,8 @@ class Verbatim:
 
     State: (automaton state, inside the quotes, ends): `ends` are the text offsets where the
     value so far may end (before its first character, the offset it may start from), or FREE.
+    A nullable string's closing quote leaves the quotes with the ends of its piece, or, where
+    the piece stops inside a word, leaves the text (inside, FREE).
     `allowed_mask` keeps the tokens that carry the copy on; `viable` looks further, for the
     token a decoder picks: whether a whole piece the pattern accepts can still follow (a
     search, so asked of one token, not of every allowed one; a model's first choice nearly
@@ -286,8 +288,8 @@ class Verbatim:
             else:              # content found there; a nullable string's closing quote
                 here = src.found(ends)
                 toks = [p.tokens("body", here)]
-                if self.slot.json_kind != "string":
-                    toks.append(p.tokens("closed", here))
+                if self.slot.json_kind != "string":    # the closing quote after a piece that ends at an edge
+                    toks.append(p.tokens("closed", [c for c in here.tolist() if src.may_end(src.after(ends, c))]))
                     if self._may_stop(state, remaining):
                         toks.append(p.tokens("closed", [p.EMPTY]))
             toks = np.concatenate(toks) if len(toks) > 1 else toks[0]
@@ -320,6 +322,12 @@ class Verbatim:
         """Whether the copy in `state` was given up: the value goes on under its pattern alone."""
         return state[1] and state[2] == FREE
 
+    def copied_whole(self, state) -> bool:
+        """Whether the value in `state` is whole as a copy: null, closed, or a piece of the text
+        that ends at a word edge (the slot's automaton alone may end it elsewhere, never stuck)."""
+        q, inside, ends = state
+        return not inside or self.source.may_end(ends)
+
     def unbegun_free_text(self, state) -> bool:
         """Whether `state` is a free-text value's inside its quotes with nothing copied yet:
         where the decoder reads the whole piece at once (rows.best_copy)."""
@@ -332,7 +340,7 @@ class Verbatim:
 
     def viable(self, state, token: int, remaining: int) -> bool:
         """Whether, after `token`, a whole piece the pattern accepts fits the `remaining` positions."""
-        if not self.patterned or state[2] == FREE or token == self.pad_id:
+        if state[2] == FREE or token == self.pad_id:
             return True
         try:
             return self._can_finish(self.next(state, token), remaining, [self.SEARCH])
@@ -598,8 +606,9 @@ class Verbatim:
         q2 = self.inner.next(q, token)
         if token == self.pad_id or ends == FREE or not (inside or self.pieces.quote_first[token]):
             return q2, inside, ends
-        if self.slot.json_kind != "string" and self.inner.is_final(q2):
-            return q2, False, FREE       # the quotes closed: only pads follow
+        if self.slot.json_kind != "string" and self.inner.is_final(q2):   # the quotes closed: only pads follow
+            ends = self.source.after(ends, int(self.pieces.closed[token])) if inside else ()
+            return (q2, False, ends) if self.source.may_end(ends) else (q2, True, FREE)   # cut mid-word: left the text
         ends = self.source.after(ends, int((self.pieces.body if inside else self.pieces.opened)[token]))
         return q2, True, ends if ends != () else FREE
 

@@ -277,7 +277,8 @@ def test_automata_are_shared_per_pattern(toy_tokenizer):
 
 def random_fill(canvas, autos, rng: random.Random) -> list[int]:
     """What a decoder does, with random choices: groups decided in order, each slot walked
-    left to right over allowed tokens, values breaking a check drawn again."""
+    left to right over allowed tokens (a verbatim slot's, as the decoder's, passed over while
+    no whole piece can follow), values breaking a check drawn again."""
     ids, pad, present, chosen = list(canvas.ids), canvas.pad_id, {}, {}
     for g in canvas.groups:
         if g.kind != "variant":
@@ -303,6 +304,12 @@ def random_fill(canvas, autos, rng: random.Random) -> list[int]:
                     assert len(allowed), f"{slot.path}: dead end at position {pos}"
                     values = [t for t in allowed.tolist() if t != pad]
                     t = pad if pad in allowed and (not values or rng.random() < 0.3) else rng.choice(values)
+                    while hasattr(auto, "viable") and not auto.viable(state, t, slot.budget - pos - 1):
+                        values.remove(t)
+                        if not values and pad not in allowed:
+                            state = auto.release(state)
+                            values = auto.allowed(state, slot.budget - pos).tolist()
+                        t = rng.choice(values) if values else pad
                     tokens.append(t)
                     state = auto.next(state, t)
                 assert auto.is_final(state) and auto.accepts(tokens)

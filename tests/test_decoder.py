@@ -178,6 +178,30 @@ def test_verbatim_fields_are_pieces_of_the_text(toy_tokenizer):
     assert known.who == "Nobody"   # known values are the caller's, not the text's
 
 
+class Short(BaseModel):
+    what: str = Field(max_length=5, json_schema_extra={"verbatim": True})
+    why: Optional[str] = Field(None, max_length=5, json_schema_extra={"verbatim": True})
+
+
+def _kind(ch: str) -> str:
+    return "digit" if ch in "0123456789" else "letter" if ch.isascii() and ch.isalpha() else ch
+
+
+def test_a_copy_shorter_than_the_words_ends_at_a_word_edge(toy_tokenizer):
+    """Words longer than the field's five characters are never cut to fit ('MAINT' of
+    'MAINTENANCE', 'EGLL R'): a copy runs word edge to word edge, here 'RWY', '09L', 'EGLL'."""
+    texts = ["EGLL RWY 09L CLOSED FOR MAINTENANCE", "AERODROME EGLL CLOSED, TAXIWAYS 09L AND B2 OPEN"] * 3
+    for seed in range(4):
+        model = tiny_model(toy_tokenizer, seed=seed, std=0.5)
+        for text, (got, trace) in zip(texts, extract_many(texts, Short, model=model, trace=True)):
+            for path, value in got.model_dump().items():
+                if value is not None:
+                    start, end = trace.spans[path]
+                    assert text[start:end] == value
+                    assert start == 0 or _kind(text[start - 1]) != _kind(text[start]), (value, text)
+                    assert end == len(text) or _kind(text[end - 1]) != _kind(text[end]), (value, text)
+
+
 class Stop(BaseModel):
     gate: str = Field(pattern=r"^[A-Z]{2}[0-9]{2}$", json_schema_extra={"verbatim": True})
     who: str = Field(max_length=8, json_schema_extra={"verbatim": True})
