@@ -1,11 +1,14 @@
 """examples/dispatch_demo.py: geometry facts, and the run end to end with a given extractor."""
 
 import importlib.util
+import random
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from clover_struct.airspace.geometry import route_facts
+from clover_struct.airspace.geometry import Waypoint, check_route, route_facts, volumes
+from clover_struct.errors import UsageError
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, judgment_rules_hold
 from clover_struct.schemas.airspace import CircleArea, NoFlyZone, Position
 from tiny_models import tiny_model
@@ -85,3 +88,61 @@ def test_a_notice_that_fails_leaves_every_answer_to_the_model(model_dir, monkeyp
     answers = {line.split()[0]: line.split()[1] for line in out.splitlines()
                if line.startswith("  ") and line.split()[0] in DispatchJudgments.model_fields}
     assert set(answers) == set(DispatchJudgments.model_fields)
+
+
+@pytest.mark.parametrize("route, height, window, wrong", [
+    ([(121.47, 31.215)], 100.0, demo.WINDOW, "route point 0"),               # (lon, lat): latitude 121
+    ([(31.215, 121.47), (200.0, 121.5)], 100.0, demo.WINDOW, "route point 1"),
+    ([(float("nan"), 121.47)], 100.0, demo.WINDOW, "route point 0"),
+    ([(31.215, float("inf"))], 100.0, demo.WINDOW, "route point 0"),
+    ([], 100.0, demo.WINDOW, "no points"),
+    (demo.ROUTE, float("nan"), demo.WINDOW, "height"),
+    (demo.ROUTE, 100.0, demo.WINDOW[::-1], "ends"),
+    (demo.ROUTE, 100.0, tuple(t.replace(tzinfo=None) for t in demo.WINDOW), "timezone-aware"),
+])
+def test_a_flight_no_one_can_fly_is_refused_not_judged_clear(route, height, window, wrong):
+    with pytest.raises(UsageError, match=wrong):
+        route_facts(route, height, *window, [zone("31.2150", "121.4700", 120)])
+
+
+def test_a_flight_that_stays_at_one_point_is_checked_there():
+    here = zone("31.2150", "121.4700", 120)
+    assert route_facts([(31.215, 121.47)], demo.ALTITUDE_M, *demo.WINDOW, [here])["conflict"] is True
+    assert route_facts([(31.3, 121.6)], demo.ALTITUDE_M, *demo.WINDOW, [here])["crosses_zone"] is False
+
+
+def test_a_route_check_needs_legs_with_times_in_order():
+    v = volumes([("z", zone("31.2150", "121.4700", 120))])
+    start, end = demo.WINDOW
+    with pytest.raises(UsageError, match="no leg"):
+        check_route([Waypoint(31.215, 121.47, 100.0, start)], v)
+    with pytest.raises(UsageError, match="before it starts"):
+        check_route([Waypoint(31.21, 121.46, 100.0, end), Waypoint(31.22, 121.48, 100.0, start)], v)
+    assert [c.conflict for c in check_route([Waypoint(31.21, 121.46, 100.0, start),
+                                             Waypoint(31.22, 121.48, 100.0, end)], v)] == [True]
+
+
+def test_judging_a_flight_needs_a_zone_per_notice(model_dir):
+    from clover_struct.airspace import judge_flight
+
+    with pytest.raises(UsageError, match="2 notices and 1 zones"):
+        judge_flight("fly", ["a", "b"], [zone("31.2150", "121.4700", 120)], demo.ROUTE, 100.0, *demo.WINDOW,
+                     model=str(model_dir))
+
+
+def test_a_zone_in_force_during_a_window_is_found_without_walking_it_minute_by_minute():
+    """Against the walk over every minute, on windows of up to three days; then a window of
+    20 years, which the walk took seconds over."""
+    rng = random.Random(0)
+    t0 = datetime(2027, 5, 12, tzinfo=timezone.utc)
+    for _ in range(60):
+        z = zone("31.2150", "121.4700", 120, f"270512{rng.randrange(24):02d}00", f"27051{rng.randrange(3, 5)}0000")
+        z = z.model_copy(update={"schedule": rng.choice([None, "DLY 0700-0900", "DLY 2200-0130", "DLY 1200-1201"])})
+        start = t0 + timedelta(minutes=rng.randrange(4 * 1440))
+        end = start + timedelta(minutes=rng.randrange(3 * 1440))
+        walked, t = False, start
+        while t <= end and not walked:
+            walked, t = z.active_at(t), t + timedelta(minutes=1)
+        assert volumes([("z", z)])[0].active_during(start, end) is walked, (z.schedule, start, end)
+    long = volumes([("z", zone("31.2150", "121.4700", 120, "2705120800", "4705121800"))])[0]
+    assert long.active_during(t0, t0 + timedelta(days=20 * 365))

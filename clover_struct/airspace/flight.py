@@ -23,7 +23,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Optional
 
-from clover_struct.errors import ExtractionError
+from clover_struct.errors import ExtractionError, UsageError
 from clover_struct.linked import decide, implies, predicate
 from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.dispatch import DispatchJudgments, judgment_rules_hold
@@ -64,6 +64,9 @@ def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | Extra
                  *, model=None, joint: bool = True, trace: bool = False):
     """DispatchJudgments for a flight of (lat, lon) points at height_m AGL over [start, end]
     (joint=False: each open question answered on its own, the baseline; see decide)."""
+    if len(notices) != len(zones):
+        raise UsageError(f"{len(notices)} notices and {len(zones)} zones: give each notice's zone (or its "
+                         f"ExtractionError) in the notices' order")
     read = [z for z in zones if not isinstance(z, ExtractionError)]
     seen = passages(route, height_m, start, end, read)
     facts = facts_of(seen)

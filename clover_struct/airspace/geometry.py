@@ -18,6 +18,7 @@ from shapely.geometry.base import BaseGeometry
 from shapely.geometry.polygon import orient
 from shapely.prepared import prep
 
+from clover_struct.errors import UsageError
 from clover_struct.schemas.airspace import NoFlyZone
 from clover_struct.schemas.units import EARTH_RADIUS_M
 
@@ -61,8 +62,10 @@ class Volume:
         return f"{one(self.floor_m, self.floor_ref)} – {one(self.ceiling_m, self.ceiling_ref)}"
 
     def active_during(self, start: datetime, end: datetime) -> bool:
-        """Active at any minute of [start, end] (validity and daily schedule)."""
-        t = start
+        """Active at any minute of [start, end] (validity and daily schedule): of the part within
+        the validity, its first day holds every minute of the day the schedule has."""
+        t = max(start, self.valid_from or start)
+        end = min(end, self.valid_to or end, t + timedelta(days=1))
         while t <= end:
             if self.zone.active_at(t):
                 return True
@@ -143,10 +146,36 @@ def _why_not(v: Volume, p: Waypoint) -> str:
     return f"above its ceiling ({v.ceiling_m:.0f} m {v.ceiling_ref})"
 
 
+def _position(k: int, lat, lon) -> None:
+    """UsageError unless point k of a route is a (lat, lon) pair of degrees on the Earth."""
+    try:
+        ok = -90 <= float(lat) <= 90 and -180 <= float(lon) <= 180
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise UsageError(f"route point {k} is ({lat!r}, {lon!r}): give (latitude, longitude) in degrees, "
+                         f"latitude -90..90 and longitude -180..180, in that order")
+
+
+def _checked(height_m, start: datetime, end: datetime) -> None:
+    """UsageError unless a height (metres above ground) and a window are ones a flight can have."""
+    if not (isinstance(height_m, (int, float)) and math.isfinite(height_m)):
+        raise UsageError(f"height {height_m!r}: give the flight's height above ground in metres, a finite number")
+    if start.tzinfo is None or end.tzinfo is None:
+        raise UsageError("flight times must be timezone-aware, e.g. datetime(..., tzinfo=timezone.utc)")
+    if end < start:
+        raise UsageError(f"the flight ends ({end.isoformat()}) before it starts ({start.isoformat()}): "
+                         f"give the window as start, end")
+
+
 def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
     """Every (leg, zone) pair whose footprint the leg enters, by leg, then time of entry."""
-    if any(w.time.tzinfo is None for w in route):
-        raise ValueError("route times must be timezone-aware (UTC)")
+    if len(route) < 2:
+        raise UsageError(f"a route of {len(route)} waypoints has no leg: give at least two (a hover: two "
+                         f"at one place, at its start and end times)")
+    for k, (w, after) in enumerate(zip(route, route[1:] + [None])):
+        _position(k, w.lat, w.lon)
+        _checked(w.alt_m, w.time, after.time if after else w.time)
     out: list[Crossing] = []
     for k, (a, b) in enumerate(zip(route, route[1:]), start=1):
         path = LineString([(a.lon, a.lat), (b.lon, b.lat)])
@@ -170,8 +199,13 @@ def passages(route: list[tuple[float, float]], height_m: float, start: datetime,
     """Per zone, for a flight of (lat, lon) points at height_m above ground during [start, end]:
     does the track enter its footprint, and, if it does, is the height within its limits and
     is it in force during the window (both False for a zone not entered, all three for a
-    record that defines no zone)."""
-    track = LineString([(lon, lat) for lat, lon in route])
+    record that defines no zone). One point is a flight that stays there."""
+    if not route:
+        raise UsageError("the route has no points: give the flight's (latitude, longitude) points in degrees")
+    for k, point in enumerate(route):
+        _position(k, *point)
+    _checked(height_m, start, end)
+    track = LineString([(lon, lat) for lat, lon in route]) if len(route) > 1 else Point(route[0][1], route[0][0])
     out = []
     for k, zone in enumerate(zones):
         if not zone.defines_zone:   # a notice with no zone restricts nothing
