@@ -26,6 +26,7 @@ FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in deg
 WIDE_REPEAT = 12            # a user's {m,n} wider than this is written {m,} (see content_pattern)
 WIDE_CLASS_REPEAT = 2       # the same for a count of a class wider than printable ASCII
 STRING_TOKENS_CAP = 128     # most tokens a string slot takes from max_length alone (max_tokens overrides)
+COUNTED_LENGTH = 2048       # the longest length bound a slot's counter holds (a longer max: the check)
 
 SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescaped
 CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])'    # a character of JSON string content

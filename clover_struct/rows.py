@@ -539,7 +539,8 @@ def _copy_search(row: Row, i, lp, tail: list[float], reach: list[float], width: 
                 beam.setdefault(after, (v, path + [t], spelt))
         if tries <= 0:
             return ended
-    return ended + [(score, path) for state, (score, path, _) in beam.items() if a.is_final(state) and a.copied_whole(state)]
+    return ended + [(score, path) for state, (score, path, _) in beam.items()
+                    if a.is_final(state) and a.copied_whole(state)]
 
 
 def spelt_as_encoded(tok, ids: list[int], data: bytes, following) -> bool:

@@ -376,6 +376,8 @@ class Document:
                 kind = "integer" if s["type"] == "integer" else f"number of at most {FLOAT_FRACTION_DIGITS} decimals"
                 raise Unsatisfiable(path, f"no {kind} meets its bounds{' and multipleOf' * ('multipleOf' in s)}; "
                                           "fix the bounds")
+            if (why := _no_count_met(s)) is not None:
+                raise Unsatisfiable(path, f"{why}: no value satisfies that; fix the counts")
             if "enum" in s and isinstance(s.get("type"), str):
                 kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
                 if not kept:
@@ -389,6 +391,29 @@ class Document:
             out.schema = s
             return out
         raise SchemaError(path, "the references here lead only to each other; give the schema a value")
+
+
+def _no_count_met(s: dict) -> str | None:
+    """Why no array or object meets an array or object schema's counts of items and keys (None
+    where one may): a least above a most, or more items or keys than the schema lets it have."""
+    kind = s.get("type")
+    pairs = {"array": (("minItems", "maxItems"), ("minContains", "maxContains")),
+             "object": (("minProperties", "maxProperties"),)}.get(kind, ())
+    for lo, hi in pairs:
+        least = s.get(lo, 1 if lo == "minContains" else 0)
+        if (lo != "minContains" or "contains" in s) and isinstance(s.get(hi), int) and least > s[hi]:
+            return f"{lo} {least}{' (its default)' * (lo not in s)} exceeds {hi} {s[hi]}"
+    if kind == "array":
+        prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
+        rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)
+        if rest is False and s.get("minItems", 0) > len(prefix):
+            closed = "additionalItems" if isinstance(s.get("items"), list) else "items"
+            return f"minItems {s['minItems']} exceeds the {len(prefix)} items it allows ({closed} false)"
+    keys = len(s.get("properties") or {})
+    if kind == "object" and s.get("additionalProperties") is False and not s.get("patternProperties") \
+            and s.get("minProperties", 0) > keys:
+        return f"minProperties {s['minProperties']} exceeds the {keys} keys it allows (additionalProperties false)"
+    return None
 
 
 # the keywords that say more of a value than which keys an object has (or which values its

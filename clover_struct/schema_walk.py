@@ -29,10 +29,11 @@ from typing import Any
 
 from .errors import SchemaError, UsageError
 from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
-from .patterns import (CHAR, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal, loosened,
-                       number_pattern, plain_width, regular, string_content)
+from .patterns import (CHAR, COUNTED_LENGTH, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal,
+                       loosened, number_pattern, plain_width, regular, string_content)
 from .schema_refs import Document, Unsatisfiable, check_nesting, merge, read_schema
 from .value_regex import ValueRegex
+from .vocab import per_tokenizer
 
 VALUE_TOKENS = 48   # budget of a slot holding a whole JSON value (an untagged union, any value)
 KEY_TOKENS = 12     # budget of a map's key
@@ -449,6 +450,7 @@ class Builder:
         spec = dict(checks=tuple(Check(*c) for c in checks), length=length, verbatim=bool(s.get("verbatim")),
                     before=before, beside=beside, user_budget=tokens is not None)
         size = min(size, STRING_TOKENS_CAP)
+        spec["length"] = self.counted(length, tokens or size, path)
         if nullable:
             return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
                              also=also and f'null|"(?:{also})"', nullable=True, **spec)
@@ -456,6 +458,22 @@ class Builder:
         slot = self.slot(path, "string", tokens or size, pattern=content, also=also, **spec)
         self.text('"')
         return slot
+
+    def counted(self, length: tuple | None, budget: int, path: str) -> tuple | None:
+        """The (min, max) length a string slot of `budget` tokens counts (its counter grows with
+        them): a max its tokens cannot reach, even raised to the min's, or past COUNTED_LENGTH is
+        left to the check; a min past COUNTED_LENGTH is refused."""
+        if length is None:
+            return None
+        (lo, hi), per = length, per_tokenizer(self.tok)
+        if lo > COUNTED_LENGTH:
+            raise SchemaError(path, f"min_length {lo} asks for more than the {COUNTED_LENGTH} characters a string "
+                                    f"slot is laid out for; lower min_length")
+        if "longest" not in per:
+            per["longest"] = max(map(len, self.tok.vocabulary_map()))   # bytes: at least its characters
+        most = max(budget, -(-lo // per["longest"])) * per["longest"]
+        hi = hi if hi is not None and hi < min(most, COUNTED_LENGTH + 1) else None
+        return (lo, hi) if lo or hi is not None else None
 
     def number(self, s, path, nullable, tokens, integer):
         pattern, size, checks = number_pattern(s, integer)

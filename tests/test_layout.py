@@ -9,6 +9,7 @@ from typing import Annotated, Literal, Optional, Union
 import pytest
 from pydantic import BaseModel, Field
 
+from clover_struct.constraints import compile_canvas
 from clover_struct.errors import ExtractionError, SchemaError
 from clover_struct.patterns import CHAR
 from clover_struct.schema_walk import build_canvas
@@ -263,7 +264,6 @@ def test_one_slot_union_is_one_slot_holding_the_variant_object(toy_tokenizer):
     ids = c.fill(drawing)
     assert c.slot_text(ids, 0) == '{"kind": "poly", "sides": 5, "label": "ab"}' and c.slot_text(ids, 2) == "null"
     assert c.validate(ids) == drawing
-    from clover_struct.constraints import compile_canvas
     assert all(a.accepts(ids[s.start:s.end]) for s, a in zip(c.slots[:2], compile_canvas(c)))
     assert c.parse(c.fill({"shapes": [], "spare": {"kind": "circle", "radius": 3}})) == {
         "shapes": [], "spare": {"kind": "circle", "radius": 3}}
@@ -355,6 +355,17 @@ def model(**fields):
       "required": ["n"]}, "n", "no integer meets its bounds"),
     (model(k=(int, Field(multiple_of=7, ge=1, le=6))), "k", "no integer meets its bounds and multipleOf"),
     (model(f=(float, Field(gt=0, lt=1e-9))), "f", "no number of at most 6 decimals meets its bounds"),
+    (model(a=(list[int], Field(min_length=2, max_length=1))), "a", "minItems 2 exceeds maxItems 1"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": False, "minItems": 1}}, "required": ["a"]},
+     "a", r"minItems 1 exceeds the 0 items it allows \(items false\)"),
+    ({"type": "object", "properties": {"a": {"type": "array", "prefixItems": [{}], "items": False, "minItems": 2}},
+      "required": ["a"]}, "a", "exceeds the 1 items it allows"),
+    ({"type": "object", "properties": {"a": {"type": "array", "contains": {"const": 3}, "maxContains": 0}},
+      "required": ["a"]}, "a", r"minContains 1 \(its default\) exceeds maxContains 0"),
+    ({"type": "object", "properties": {"o": {"type": "object", "properties": {"b": {}}, "minProperties": 2,
+                                             "additionalProperties": False}}, "required": ["o"]},
+     "o", "minProperties 2 exceeds the 1 keys it allows"),
+    (model(s=(str, Field(min_length=10_000))), "s", "lower min_length"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "", "no value is both"),
     ({"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]}},
       "$ref": "#/$defs/n"}, "next.next.next", "no way to stop"),
@@ -363,6 +374,24 @@ def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, f
     with pytest.raises(SchemaError, match=fix) as e:
         build_canvas(schema, toy_tokenizer)
     assert e.value.path == path and f"`{path or '<root>'}`" in str(e.value)
+
+
+def test_a_length_bound_past_what_the_slot_writes_costs_no_counter(toy_tokenizer):
+    """A maxLength the slot's tokens cannot reach is no bound for its counter, which would grow with
+    it (10**9: gigabytes); one they can reach, and a min_length, are counted."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    canvas = build_canvas(model(a=(str, Field(max_length=10**9)), b=(str, Field(max_length=30)),
+                                c=(str, Field(min_length=40))), toy_tokenizer)
+    compile_canvas(canvas, toy_tokenizer)
+    assert [s.length for s in canvas.slots] == [None, (0, 30), (40, None)]
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000   # KiB
+
+
+def test_counts_no_value_meets_leave_an_optional_key_out(toy_tokenizer):
+    schema = {"type": "object", "properties": {"a": {"type": "array", "minItems": 3, "maxItems": 2}, "b": {}}}
+    assert [s.path for s in build_canvas(schema, toy_tokenizer).slots] == ["b"]
 
 
 def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
