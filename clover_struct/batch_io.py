@@ -31,7 +31,8 @@ try:
 except ImportError:   # no fcntl (Windows): the lock is a file created exclusively
     fcntl = None
 
-SUFFIXES = (".txt", ".md", ".jsonl")   # what a directory contributes
+LINES = (".jsonl", ".ndjson")          # JSON lines: a record per line (suffixes read in any case)
+SUFFIXES = (".txt", ".md", *LINES)    # what a directory contributes
 COUNT_BYTES = 64 << 20                 # count records for an ETA only below this much JSONL
 MAX_TEXT_BYTES = 4 << 20               # a longer text (file or JSONL line) is refused unread: no context holds it
 
@@ -68,7 +69,7 @@ def files(paths: list[Path], exclude=()):
 def _walk(root: Path):
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        yield from (Path(folder, n) for n in sorted(names) if n.endswith(SUFFIXES) and not n.startswith("."))
+        yield from (Path(folder, n) for n in sorted(names) if n.lower().endswith(SUFFIXES) and not n.startswith("."))
 
 
 def records(paths, text_field: str):
@@ -79,8 +80,12 @@ def records(paths, text_field: str):
             if not stat.S_ISREG(info.st_mode):
                 yield str(path), None, "not a regular file (a pipe, device or socket); give text files"
                 continue
-            if path.suffix == ".jsonl":
+            if json_lines(path):
                 with open(path, "rb") as f:
+                    if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+                        yield str(path), None, "JSON lines in UTF-16; convert the file to UTF-8 (iconv -f UTF-16 -t UTF-8)"
+                        continue
+                    f.seek(0)
                     for n, raw in _lines(f):
                         if raw is None:
                             yield f"{path}:{n}", None, f"the line is over {_size(MAX_TEXT_BYTES)}; split it"
@@ -96,6 +101,10 @@ def records(paths, text_field: str):
             yield str(path), None, f"cannot read the file: {e.strerror or e}"
             continue
         yield (str(path), *_file_text(data))
+
+
+def json_lines(path: Path) -> bool:
+    return path.suffix.lower() in LINES
 
 
 def _size(n: int) -> str:
@@ -149,7 +158,7 @@ def count(paths: list[Path], exclude) -> int | None:
     """Records in the input when that is cheap to know (for an ETA), else None."""
     n, budget = 0, COUNT_BYTES
     for f in files(paths, exclude):
-        if f.suffix != ".jsonl":
+        if not json_lines(f):
             n += 1
             continue
         try:

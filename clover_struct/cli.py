@@ -220,11 +220,15 @@ def extract(args) -> int:
     out = Path(args.output) if args.output else None
     err = error_path(out) if out else None
     if out is not None:
+        for named in args.inputs:   # a folder or glob holding the output skips it; a named file is refused
+            if os.path.isfile(named) and any(p.exists() and os.path.samefile(named, p) for p in (out, err)):
+                raise CliError(f"{named} is also the output ({out}) or its errors file ({err}): writing them would "
+                               f"empty it first; write to another -o OUT")
         out.parent.mkdir(parents=True, exist_ok=True)
     with OutputLock(out) if out else contextlib.nullcontext(), Stop() as stop:
         done, ok = done_sources(out) if args.resume else (set(), 0)
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
-        done |= failed
+        done = {os.path.abspath(d) for d in done | failed}   # however the inputs are spelt this time
         if out is not None and not args.resume:
             out.write_bytes(b"")
             err.unlink(missing_ok=True)
@@ -233,7 +237,7 @@ def extract(args) -> int:
         on = sys.stderr.isatty() and not args.quiet
         bar = progress_bar(count(paths, exclude) if on else None, ok + failed_before, on)
         new_ok, new_failed, t0 = 0, 0, time.monotonic()
-        stream = (r for r in records(files(paths, exclude), args.text_field) if r[0] not in done)
+        stream = (r for r in records(files(paths, exclude), args.text_field) if os.path.abspath(r[0]) not in done)
         # the next batch, or [] (the end) once the input is read or a signal came
         batches = iter(lambda: [] if stop.signal else list(itertools.islice(stream, args.batch_size)), [])
         if args.ray is None:

@@ -83,6 +83,8 @@ def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, 
     (d / "deep.jsonl").write_text("[" * 1500 + "\n")
     (d / "lines.jsonl").write_bytes(b'{"text": "zone one"}\n' + b'{"text": "' + b"y" * 3000 + b'"}\n'
                                     + b'{"text": "lone \\ud800 surrogate"}\n{"text": "zone two"}')
+    (d / "wide.jsonl").write_bytes('{"text": "zone wide"}\n'.encode("utf-16"))
+    (d / "upper.NDJSON").write_text('{"text": "zone upper"}\n')
     os.mkfifo(d / "pipe.txt")
     name = os.fsdecode(b"caf\xe9.txt")   # a file name that is not UTF-8
     (d / name).write_text("zone cafe")
@@ -90,15 +92,36 @@ def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, 
     assert run("extract", d, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 1
     got = {r["source"].removeprefix(str(d) + "/") for r in lines(out)}
     errors = {e["source"].removeprefix(str(d) + "/"): e["error"] for e in lines(tmp_path / "out.errors.jsonl")}
-    assert got == {"utf16.txt", "bom.txt", "lines.jsonl:1", "lines.jsonl:4", name}
+    assert got == {"utf16.txt", "bom.txt", "lines.jsonl:1", "lines.jsonl:4", "upper.NDJSON:1", name}
     assert set(errors) == {"huge.txt", "latin1.txt", "nul.md", "deep.jsonl:1", "lines.jsonl:2", "lines.jsonl:3",
-                           "pipe.txt"}
+                           "pipe.txt", "wide.jsonl"}
     for source, words in {"huge.txt": "not read", "latin1.txt": "not UTF-8", "nul.md": "NUL", "pipe.txt": "regular file",
                           "deep.jsonl:1": "invalid JSON", "lines.jsonl:2": "split it",
-                          "lines.jsonl:3": "lone surrogate"}.items():
+                          "lines.jsonl:3": "lone surrogate", "wide.jsonl": "convert the file to UTF-8"}.items():
         assert words in errors[source], (source, errors[source])
     assert run("extract", d, "--schema", schema_file, "--model", model_dir, "-o", out, "--resume") == 1
-    assert len(lines(out)) == 5 and len(lines(tmp_path / "out.errors.jsonl")) == 7   # the odd name read back too
+    assert len(lines(out)) == 6 and len(lines(tmp_path / "out.errors.jsonl")) == 8   # the odd name read back too
+
+
+def test_an_input_that_is_also_the_output_is_refused_untouched(tmp_path, model_dir, schema_file, capsys):
+    feed = feed_of(tmp_path / "feed.jsonl", 2)
+    before = feed.read_bytes()
+    for out in (feed, tmp_path / "feed.json"):    # feed.json's errors file is feed.errors.jsonl
+        target = out if out == feed else tmp_path / "feed.errors.jsonl"
+        if target != feed:
+            target.write_bytes(before)
+        assert run("extract", target, "--schema", schema_file, "--model", model_dir, "-o", out) == 2
+        assert "is also the output" in capsys.readouterr().err and target.read_bytes() == before
+
+
+def test_a_resume_knows_the_records_however_the_inputs_are_spelt(tmp_path, model_dir, schema_file, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    feed_of(tmp_path / "feed.jsonl", 3)
+    argv = ["--schema", schema_file, "--model", model_dir, "-o", "out.jsonl", "--quiet"]
+    assert run("extract", "feed.jsonl", *argv) == 0
+    for spelt in (str(tmp_path / "feed.jsonl"), "./feed.jsonl", f"../{tmp_path.name}/feed.jsonl"):
+        assert run("extract", spelt, *argv, "--resume") == 0
+        assert len(lines(tmp_path / "out.jsonl")) == 3, spelt
 
 
 def test_a_second_run_on_the_same_output_refuses_and_the_lock_goes_with_the_run(tmp_path, model_dir, schema_file,
