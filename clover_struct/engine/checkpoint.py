@@ -91,6 +91,15 @@ def open_tensors(files: list[Path]) -> dict[str, tuple[Path, object]]:
     return found
 
 
+def check_layers(files: list[Path], layers: int, source: str) -> None:
+    """CheckpointError where config.json counts more layers than the weights hold, before a
+    model of that many is built (a count of 100,000 would take minutes and gigabytes to say so)."""
+    found = {int(m[1]) for key in open_tensors(files) if (m := re.search(r"(?:^|\.)layers\.(\d+)\.", key))}
+    if layers > len(found):
+        raise CheckpointError(f"{source}: num_hidden_layers is {layers}, but the weights hold {len(found)} layers; "
+                              "fix num_hidden_layers")
+
+
 def _canonical(key: str) -> str:
     for old, new in PREFIXES.items():
         if key.startswith(old):
@@ -184,11 +193,11 @@ def read_config(root: Path) -> dict:
 
 def family_of(config: dict, source: str = "config.json") -> str:
     """The FAMILIES key of a config: its model_type, else the first architecture known."""
-    model_type = config.get("model_type")
-    if model_type in FAMILIES:
+    model_type, architectures = config.get("model_type"), config.get("architectures")
+    if isinstance(model_type, str) and model_type in FAMILIES:
         return model_type
-    for arch in config.get("architectures") or []:
-        if arch in ARCHITECTURES:
+    for arch in architectures if isinstance(architectures, list) else []:
+        if isinstance(arch, str) and arch in ARCHITECTURES:
             return ARCHITECTURES[arch]
     raise CheckpointError(f"{source}: model_type {model_type!r} is not a family clover-struct reads; "
                           f"it reads {', '.join(sorted(FAMILIES))}")
@@ -264,9 +273,11 @@ def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dty
         raise CheckpointError(f"{root / 'tokenizer.json'}: its mask token is id {tokenizer.mask_id}, but config.json "
                               f"says mask_token_id={config.mask_token_id}: the tokenizer belongs to another model; "
                               "copy the model's own tokenizer.json")
+    files = weight_files(root)
+    check_layers(files, config.num_hidden_layers, str(root / "config.json"))
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)
-    tensors = state_dict_from_files(weight_files(root), model)
+    tensors = state_dict_from_files(files, model)
     tensors = {k: v.to(device=device, dtype=dtype) for k, v in tensors.items()}
     model.load_state_dict(tensors, strict=not config.tie_word_embeddings, assign=True)
     model.reset_buffers(device)

@@ -9,6 +9,7 @@ a checkpoint without a mask id still runs causally.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -16,6 +17,33 @@ from .errors import CheckpointError, UsageError
 
 MODEL_TYPES = ("clover", "qwen3_5_moe_text", "qwen3_5_moe")
 LAYER_TYPES = ("linear_attention", "full_attention")
+
+
+def check_fields(cls, values: dict, source: str) -> None:
+    """CheckpointError naming the first of the `values` for config dataclass `cls` that is of the
+    wrong kind: sizes are positive integers, token ids integers from 0, real numbers finite and
+    positive, flags booleans, layer types a list of names (a string would be read letter by letter)."""
+    for f in fields(cls):
+        if f.name not in values:
+            continue
+        v, kind = values[f.name], str(f.type)
+        if v is None and "None" in kind:
+            continue
+        if kind.startswith("int"):
+            least = 0 if f.name.endswith("token_id") else 1
+            ok, want = type(v) is int and v >= least, f"an integer from {least}"
+        elif kind.startswith("float"):
+            ok, want = type(v) in (int, float) and math.isfinite(v) and v > 0, "a positive number"
+        elif kind == "bool":
+            ok, want = type(v) is bool, "true or false"
+        elif kind == "list[str]":
+            ok, want = isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of layer type names"
+        elif kind.startswith("tuple[int"):
+            ok, want = all(type(x) is int and x >= 0 for x in v), "token ids"
+        else:
+            ok, want = isinstance(v, dict), "an object"
+        if not ok:
+            raise CheckpointError(f"{source}: {f.name} is {v!r}; expected {want}")
 
 
 @dataclass
@@ -51,6 +79,9 @@ class ModelConfig:
     block_size: int = 32
 
     def __post_init__(self):
+        if not 0 < self.partial_rotary_factor <= 1:
+            raise CheckpointError(f"config.json: partial_rotary_factor is {self.partial_rotary_factor}; expected a "
+                                  "share of the head dimension, above 0 and at most 1")
         if not self.layer_types:
             self.layer_types = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention"
                                 for i in range(self.num_hidden_layers)]
@@ -102,8 +133,10 @@ class ModelConfig:
                    and f.default is MISSING and f.default_factory is MISSING]
         if missing:
             raise CheckpointError(f"{source}: missing required keys {missing}")
+        values = {k: v for k, v in d.items() if k in names}
+        check_fields(cls, values, source)
         try:
-            return cls(**{k: v for k, v in d.items() if k in names})
+            return cls(**values)
         except TypeError as e:
             raise CheckpointError(f"{source}: {e}") from e
 

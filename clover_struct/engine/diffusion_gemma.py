@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .cache import PrefixCache
-from .checkpoint import open_tensors, read_tensor, read_tokenizer, weight_files
+from .checkpoint import check_layers, open_tensors, read_tensor, read_tokenizer, weight_files
 from .diffusion_gemma_config import DiffusionGemmaConfig
 from .diffusion_gemma_layers import Attention, Layer, Pass, RMSNorm, SelfConditioning, rms_norm
 from .errors import CheckpointError, UsageError
@@ -215,9 +215,11 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
         if value is not None and not 0 <= value < config.vocab_size:
             raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary of "
                                   f"{config.vocab_size}")
+    files = weight_files(root)
+    check_layers(files, config.num_hidden_layers, str(root / "config.json"))
     with torch.device("meta"):
         model = DiffusionGemma(config, tokenizer)
-    tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(weight_files(root), model).items()}
+    tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(files, model).items()}
     model.load_state_dict(tensors, assign=True)
     model.reset_buffers(device)
     return model

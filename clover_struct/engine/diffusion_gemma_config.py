@@ -14,6 +14,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
+from .config import check_fields
 from .errors import CheckpointError
 
 SLIDING, FULL = "sliding_attention", "full_attention"
@@ -113,20 +114,22 @@ class DiffusionGemmaConfig:
         missing = [k for k in required if text.get(k) is None]
         if missing:
             raise CheckpointError(f"{source}: text_config lacks {missing}")
+        keys = ("sliding_window", "rms_norm_eps", "max_position_embeddings", "pad_token_id", "bos_token_id")
+        values = {**{k: text[k] for k in required}, **{k: text[k] for k in keys if k in text}}
+        check_fields(cls, {**values, "layer_types": text.get("layer_types") or []}, source)
         n = text["num_hidden_layers"]
         layer_types = list(text.get("layer_types") or [SLIDING if (i + 1) % 6 else FULL for i in range(n)])
         if layer_types:
             layer_types[-1] = FULL  # transformers forces the last layer to full attention
         eos = text.get("eos_token_id", 1)
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
-        keys = ("sliding_window", "rms_norm_eps", "max_position_embeddings", "pad_token_id", "bos_token_id")
+        values.update(layer_types=layer_types, rope_parameters=text.get("rope_parameters") or dict(DEFAULT_ROPE),
+                      final_logit_softcapping=text.get("final_logit_softcapping", 30.0),
+                      block_size=d.get("canvas_length") or 256, eos_token_id=eos_ids[0] if eos_ids else None,
+                      eos_token_ids=eos_ids)
+        check_fields(cls, values, source)
         try:
-            return cls(**{**{k: text[k] for k in required}, **{k: text[k] for k in keys if k in text},
-                          **_attention_shapes(text, layer_types, source)},
-                       layer_types=layer_types, rope_parameters=text.get("rope_parameters") or dict(DEFAULT_ROPE),
-                       final_logit_softcapping=text.get("final_logit_softcapping", 30.0),
-                       block_size=d.get("canvas_length") or 256,
-                       eos_token_id=eos_ids[0] if eos_ids else None, eos_token_ids=eos_ids)
+            return cls(**{**values, **_attention_shapes(text, layer_types, source)})
         except TypeError as e:
             raise CheckpointError(f"{source}: {e}") from e
 

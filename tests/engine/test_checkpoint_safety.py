@@ -116,10 +116,39 @@ def test_a_config_that_does_not_match_the_weights(saved):
         load_model(saved)
 
 
-@pytest.mark.parametrize("key, value", [("hidden_size", "48"), ("num_experts", 2.5), ("vocab_size", None)])
-def test_a_config_value_of_the_wrong_type(saved, key, value):
+@pytest.mark.parametrize("key, value", [("hidden_size", "48"), ("num_experts", 2.5), ("vocab_size", None),
+                                        ("num_hidden_layers", "2"), ("rms_norm_eps", "tiny"), ("layer_types", "full"),
+                                        ("pad_token_id", -1), ("max_position_embeddings", 0)])
+def test_a_config_value_of_the_wrong_type_is_named_at_load(saved, key, value):
     edit_config(saved, **{key: value})
-    with pytest.raises(CheckpointError, match=re.escape(str(saved))):
+    with pytest.raises(CheckpointError, match=re.escape(str(saved))) as e:
+        load_model(saved)
+    assert key in str(e.value) and "expected" in str(e.value) or value is None
+
+
+@pytest.mark.parametrize("family, key, value", [("clover", "block_size", -5), ("clover", "partial_rotary_factor", 2),
+                                                ("clover", "tie_word_embeddings", "no"), ("gemma", "sliding_window", 0),
+                                                ("gemma", "final_logit_softcapping", "x"), ("gemma", "canvas_length", -4)])
+def test_a_value_no_model_can_have_is_named_at_load_not_at_the_first_record(saved, key, value):
+    if key == "canvas_length":   # beside text_config
+        config = json.loads((saved / "config.json").read_text())
+        (saved / "config.json").write_text(json.dumps({**config, key: value}))
+    else:
+        edit_config(saved, **{key: value})
+    with pytest.raises(CheckpointError, match=f"{'block_size' if key == 'canvas_length' else key} is"):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("config", [{"model_type": ["clover"]}, {"architectures": 5}, {"architectures": [{"a": 1}]}])
+def test_a_family_named_by_a_value_of_the_wrong_kind_is_refused(saved, config):
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="is not a family clover-struct reads"):
+        load_model(saved)
+
+
+def test_more_layers_than_the_weights_hold_is_refused_before_the_model_is_built(saved):
+    edit_config(saved, num_hidden_layers=100_000, layer_types=None)
+    with pytest.raises(CheckpointError, match="num_hidden_layers is 100000, but the weights hold"):
         load_model(saved)
 
 
