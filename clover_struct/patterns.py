@@ -9,7 +9,9 @@ bound numbers without both bounds. Knows nothing of schemas, canvases or tokeniz
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 
 try:
     import re._parser as _sre  # Python 3.11+
@@ -20,6 +22,7 @@ from .errors import SchemaError
 
 DEFAULT_STRING_TOKENS = 24  # budget of a string without max_length
 INT_DIGITS = 12             # digits of an integer not bounded on both sides
+LISTED_MULTIPLES = 64       # an integer range holding at most this many multiples lists them
 FLOAT_INT_DIGITS = 9        # integer digits of such a float
 FLOAT_FRACTION_DIGITS = 6   # fraction digits of every float (about 0.1 m in degrees)
 
@@ -143,9 +146,56 @@ def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
     # the count: 6 s at 20); the budget bounds them, the bound checks the value
     counted = f"{{0,{digits - 1}}}" if digits <= INT_DIGITS else "*"
     pattern = "-?" * sign + (f"(?:0|[1-9][0-9]{counted})" if digits > 1 else "[0-9]")
+    if integer and low is not None and high is not None and digits <= INT_DIGITS:
+        pattern = integer_pattern(s)
     size = sign + digits + (not integer) * (1 + FLOAT_FRACTION_DIGITS)
     pattern += "" if integer else rf"(?:\.[0-9]{{1,{FLOAT_FRACTION_DIGITS}}})?"
     return pattern, size, checks
+
+
+def integer_pattern(s: dict) -> str:
+    """The integers a schema bounded on both sides allows, as a regex: its multiples of multipleOf
+    listed where there are few (LISTED_MULTIPLES), else every integer of the range."""
+    lo, hi, xlo, xhi = (None if b is None else Fraction(b) for b in number_bounds(s))
+    a = max(([math.ceil(lo)] if lo is not None else []) + ([math.floor(xlo) + 1] if xlo is not None else []))
+    b = min(([math.floor(hi)] if hi is not None else []) + ([math.ceil(xhi) - 1] if xhi is not None else []))
+    if isinstance(m := s.get("multipleOf"), (int, float)) and m > 0:
+        step = Fraction(m)
+        first, last = math.ceil(a / step), math.floor(b / step)
+        if last - first < LISTED_MULTIPLES:
+            values = [v for k in range(first, last + 1) if (v := k * step).denominator == 1]
+            return "(?:" + "|".join(str(v.numerator) for v in values) + ")"
+    return integer_range(a, b)
+
+
+def integer_range(a: int, b: int) -> str:
+    """A regex of the integers a..b as JSON writes them (no leading zero, no -0)."""
+    parts = ([f"-{_naturals(max(1, -b), -a)}"] if a < 0 else []) + ([_naturals(max(a, 0), b)] if b >= 0 else [])
+    return parts[0] if len(parts) == 1 else f"(?:{'|'.join(parts)})"
+
+
+def _naturals(lo: int, hi: int) -> str:
+    """lo..hi (0 <= lo <= hi): a run of same-length digit ranges per number of digits."""
+    runs = [(max(lo, 10 ** (n - 1) * (n > 1)), min(hi, 10 ** n - 1)) for n in range(len(str(lo)), len(str(hi)) + 1)]
+    parts = [_same_length(str(x), str(y)) for x, y in runs if x <= y]
+    return parts[0] if len(parts) == 1 else f"(?:{'|'.join(parts)})"
+
+
+def _same_length(a: str, b: str) -> str:
+    """The digit strings a..b, both of one length (inner digits may be 0)."""
+    if a == b:
+        return a
+    if len(a) == 1:
+        return f"[{a}-{b}]"
+    if a[0] == b[0]:
+        return a[0] + _same_length(a[1:], b[1:])
+    rest = len(a) - 1
+    whole_low, whole_high = a[1:] == "0" * rest, b[1:] == "9" * rest
+    first, last = int(a[0]) + (not whole_low), int(b[0]) - (not whole_high)
+    parts = [a[0] + _same_length(a[1:], "9" * rest)] * (not whole_low)
+    parts += [f"[{first}-{last}][0-9]" + f"{{{rest}}}" * (rest > 1)] * (first <= last)
+    parts += [b[0] + _same_length("0" * rest, b[1:])] * (not whole_high)
+    return parts[0] if len(parts) == 1 else f"(?:{'|'.join(parts)})"
 
 
 def literal(text: str) -> str:

@@ -154,6 +154,32 @@ def test_numeric_bounds_fall_back_to_the_next_best_value(toy_tokenizer):
         assert -1.5 <= v.x <= 2.0 and 10 < v.n < 13
 
 
+class Counted(BaseModel):
+    k: int = Field(multiple_of=7, ge=10, le=100)
+    n: int = Field(ge=-40, lt=1000)
+
+
+def test_an_integer_slot_writes_only_the_integers_its_bounds_and_multiple_allow(toy_tokenizer):
+    """Of 0..999, 13 are multiples of 7 within bounds: a random model's picks stay among them
+    (the search for a next-best value that passes had run out before finding one)."""
+    for seed in range(5):
+        v = extract("numbers", Counted, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert v.k % 7 == 0 and 10 <= v.k <= 100 and -40 <= v.n < 1000
+
+
+def test_an_integer_range_is_a_regex_of_exactly_its_integers():
+    from clover_struct.patterns import integer_range
+
+    rng = __import__("random").Random(0)
+    ranges = [(a, b) for a in range(-130, 131, 7) for b in range(a, 131, 5)]
+    ranges += [tuple(sorted(rng.sample(range(-10**7, 10**7), 2))) for _ in range(200)]
+    for a, b in ranges:
+        regex = re.compile(integer_range(a, b))
+        for v in {*range(a - 12, a + 12), *range(b - 12, b + 12), *(rng.randrange(a - 99, b + 99) for _ in range(50))}:
+            assert bool(regex.fullmatch(str(v))) == (a <= v <= b), (a, b, v)
+        assert not regex.fullmatch("-0") and not regex.fullmatch(f"0{max(a, 0)}")
+
+
 class Quoted(BaseModel):
     who: str = Field(max_length=12, json_schema_extra={"verbatim": True})
     gate: str = Field(pattern=r"^[A-Z]{2}[0-9]{2}$", json_schema_extra={"verbatim": True})

@@ -77,7 +77,8 @@ def test_fixed_text_is_tokenized_once_and_slots_are_masks(toy_tokenizer):
 def test_budgets_patterns_and_checks(toy_tokenizer):
     slots = {s.path: s for s in build_canvas(Flat, toy_tokenizer).slots}
     assert (slots["name"].json_kind, slots["name"].pattern, slots["name"].length) == ("string", CHAR + "*", (0, 10))
-    assert slots["count"].pattern == "(?:0|[1-9][0-9]{0,2})" and slots["count"].budget == 3   # no sign: ge=0
+    assert slots["count"].budget == 3 and [bool(re.fullmatch(slots["count"].pattern, v)) for v in (
+        "0", "7", "500", "501", "-1", "07")] == [True, True, True, False, False, False]   # 0..500: ge=0, le=500
     assert slots["lat"].pattern.startswith("-?(?:0|[1-9][0-9]{0,1})") and slots["lat"].budget == 10
     assert [(k.op, k.bound) for k in slots["lat"].checks] == [("ge", -90), ("le", 90)]
     assert slots["day"].json_kind == "string" and slots["day"].budget == 10
