@@ -34,6 +34,7 @@ import numbers
 import re
 import threading
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -318,6 +319,9 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
     return out
 
 
+SEEDS = (-2**63, 2**64 - 1)   # the seeds torch.Generator.manual_seed takes
+
+
 def check_options(*, batch_size=1, threshold=0.5, temperature=0.0, seed=None, max_tokens=None,
                   schedule="joint") -> None:
     """UsageError for an option out of its range, saying what to pass."""
@@ -330,8 +334,9 @@ def check_options(*, batch_size=1, threshold=0.5, temperature=0.0, seed=None, ma
         raise UsageError(f"threshold is a probability, between 0 and 1 (default 0.9), got {threshold!r}")
     if not number(temperature) or temperature < 0:
         raise UsageError(f"temperature must be 0 (greedy, the default) or more, got {temperature!r}")
-    if seed is not None and not number(seed, True):
-        raise UsageError(f"seed must be a whole number or None, got {seed!r}")
+    if seed is not None and not (number(seed, True) and SEEDS[0] <= seed <= SEEDS[1]):
+        raise UsageError(f"seed must be a whole number from {SEEDS[0]} to {SEEDS[1]} (what torch's generator "
+                         f"takes), or None; got {seed!r}")
     if max_tokens is not None and (not number(max_tokens, True) or max_tokens < 1):
         raise UsageError(f"max_tokens (the budget of strings without max_length) must be at least 1, "
                          f"got {max_tokens!r}")
@@ -342,6 +347,9 @@ def check_options(*, batch_size=1, threshold=0.5, temperature=0.0, seed=None, ma
 def _texts_and_known(texts, known) -> tuple[list, list]:
     if isinstance(texts, (str, bytes)):
         raise UsageError("extract_many takes a list of texts, not one text; for one, call extract(text, schema)")
+    if isinstance(texts, Mapping):
+        raise UsageError("extract_many takes a list of texts, not a mapping (its keys would be read as the texts); "
+                         "pass list(d.values())")
     try:
         texts = list(texts)
     except TypeError:

@@ -118,12 +118,15 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
 
 def number_bounds(s: dict) -> tuple:
     """A number schema's (minimum, maximum, exclusiveMinimum, exclusiveMaximum), each None where
-    absent, draft 4's boolean exclusive bounds read as the later drafts' numbers."""
+    absent or no bound (a maximum of Infinity), draft 4's boolean exclusive bounds read as the
+    later drafts' numbers."""
     lo, hi, xlo, xhi = (s.get(k) for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
     if isinstance(xlo, bool):   # draft 4 spelling
         lo, xlo = (None, lo) if xlo else (lo, None)
     if isinstance(xhi, bool):
         hi, xhi = (None, hi) if xhi else (hi, None)
+    lo, xlo = (None if b == -math.inf else b for b in (lo, xlo))
+    hi, xhi = (None if b == math.inf else b for b in (hi, xhi))
     return lo, hi, xlo, xhi
 
 

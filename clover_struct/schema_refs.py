@@ -450,18 +450,19 @@ def _some_number(s: dict) -> bool:
     decimals) meets a number schema's bounds and multipleOf: the least such number above the
     lower bounds stays within the upper ones."""
     lo, hi, xlo, xhi = number_bounds(s)
+    m = s.get("multipleOf")
+    if any(isinstance(b, float) and not math.isfinite(b) for b in (lo, hi, xlo, xhi, m)):
+        return False   # NaN, which no number compares true with, a minimum of Infinity, a multiple of it
     if lo is None and xlo is None or hi is None and xhi is None:
         return True
-    try:   # exact: Fraction('0.1') is a tenth
-        step = Fraction(1) if s["type"] == "integer" else Fraction(1, 10 ** FLOAT_FRACTION_DIGITS)
-        if isinstance(m := s.get("multipleOf"), (int, float)) and m > 0:   # a multiple of both
-            m = Fraction(str(m))
-            step = Fraction(math.lcm(step.numerator, m.numerator), math.gcd(step.denominator, m.denominator))
-        least = max(step * (math.floor(Fraction(str(b)) / step) + 1 if strict else math.ceil(Fraction(str(b)) / step))
-                    for b, strict in ((lo, False), (xlo, True)) if b is not None)
-        return (hi is None or least <= Fraction(str(hi))) and (xhi is None or least < Fraction(str(xhi)))
-    except ValueError:   # an infinite or NaN bound: the final check's to refuse
-        return True
+    # exact: Fraction('0.1') is a tenth
+    step = Fraction(1) if s["type"] == "integer" else Fraction(1, 10 ** FLOAT_FRACTION_DIGITS)
+    if isinstance(m, (int, float)) and m > 0:   # a multiple of both
+        m = Fraction(str(m))
+        step = Fraction(math.lcm(step.numerator, m.numerator), math.gcd(step.denominator, m.denominator))
+    least = max(step * (math.floor(Fraction(str(b)) / step) + 1 if strict else math.ceil(Fraction(str(b)) / step))
+                for b, strict in ((lo, False), (xlo, True)) if b is not None)
+    return (hi is None or least <= Fraction(str(hi))) and (xhi is None or least < Fraction(str(xhi)))
 
 
 def is_of_type(value, t: str) -> bool:

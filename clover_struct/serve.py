@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from . import api
 from .chat_request import ApiError, Request, parse_request
-from .errors import ExtractionError, SchemaError
+from .errors import ExtractionError, SchemaError, UsageError
 
 LAYOUTS = 64   # schemas whose canvas and automata are kept
 
@@ -253,6 +253,10 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
         except RecursionError:
             raise ApiError(400, "the body nests lists and objects deeper than a JSON reader goes; flatten the "
                                 "schema") from None
+        try:
+            api.check_options(seed=asked.seed)   # a whole number torch's generator takes
+        except UsageError as e:
+            raise ApiError(400, str(e), param="seed") from None
         if pending[0] >= max_pending:
             raise ApiError(503, f"the server is busy: {pending[0]} requests in flight (--max-pending); retry "
                                 "later", type="server_busy", code="overloaded")

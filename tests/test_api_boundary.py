@@ -46,6 +46,8 @@ def embedded():
 MISTAKES = [   # (call, error class, what the message must say)
     (lambda m: extract_many("one text", Zone, model=m), UsageError, r"list of texts.*extract\(text, schema\)"),
     (lambda m: extract_many(5, Zone, model=m), UsageError, "list of texts, not a int"),
+    (lambda m: extract_many({"a": "text"}, Zone, model=m), UsageError, r"not a mapping.*list\(d.values\(\)\)"),
+    (lambda m: extract("x", Zone, model=m, seed=2**64), UsageError, "seed must be a whole number from"),
     (lambda m: extract("x", "Zone", model=m), UsageError, "no such JSON Schema file; pass a pydantic model class"),
     (lambda m: extract("x", Zone(name="a", kind="circle"), model=m), UsageError, "the class Zone itself"),
     (lambda m: extract("x", {"type": "object", "properties": {"a": False}, "required": ["a"]}, model=m),

@@ -367,6 +367,10 @@ def model(**fields):
                                              "additionalProperties": False}}, "required": ["o"]},
      "o", "minProperties 2 exceeds the 1 keys it allows"),
     (model(s=(str, Field(min_length=10_000))), "s", "lower min_length"),
+    ({"type": "object", "properties": {"n": {"type": "number", "maximum": float("nan")}}, "required": ["n"]},
+     "n", "no number of at most 6 decimals meets its bounds"),
+    ({"type": "object", "properties": {"n": {"type": "integer", "minimum": float("inf")}}, "required": ["n"]},
+     "n", "no integer meets its bounds"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "", "no value is both"),
     ({"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]}},
       "$ref": "#/$defs/n"}, "next.next.next", "no way to stop"),
@@ -388,6 +392,15 @@ def test_a_length_bound_past_what_the_slot_writes_costs_no_counter(toy_tokenizer
     compile_canvas(canvas, toy_tokenizer)
     assert [s.length for s in canvas.slots] == [None, (0, 30), (40, None)]
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000   # KiB
+
+
+def test_an_infinite_bound_on_the_open_side_is_no_bound(toy_tokenizer):
+    inf = float("inf")   # what json.load reads from `Infinity`
+    open_ended = {"type": "object", "properties": {"x": {"type": "number", "minimum": -inf, "maximum": inf},
+                                                   "n": {"type": "integer", "minimum": 0, "maximum": inf}}}
+    plain = {"type": "object", "properties": {"x": {"type": "number"}, "n": {"type": "integer", "minimum": 0}}}
+    assert [s.pattern for s in build_canvas(open_ended, toy_tokenizer).slots] == \
+        [s.pattern for s in build_canvas(plain, toy_tokenizer).slots]
 
 
 def test_counts_no_value_meets_leave_an_optional_key_out(toy_tokenizer):
