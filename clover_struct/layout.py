@@ -333,6 +333,9 @@ class Canvas:
             err = e.errors()[0]
             path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
             raise ExtractionError(path, err["msg"]) from None
+        except Exception as e:   # the model's own code: a validator that raised something else
+            raise ExtractionError("", f"{self.model.__name__}'s validation raised {type(e).__name__}: {e}; a "
+                                      "validator rejects a value with ValueError or AssertionError") from e
 
     def fill(self, data: Any) -> list[int]:
         """The canvas ids that write `data` (a dict or model instance): the inverse of parse."""

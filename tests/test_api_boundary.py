@@ -233,3 +233,18 @@ def test_a_truncated_text_binds_verbatim_fields_to_the_part_the_model_sees(toy_t
     assert text.startswith(seen[0]) and 0 < len(seen[0]) < len(text) and "TAIL9" not in seen[0]
     canvas = api.lay_out(Zone, model)       # the whole prompt fits beside the canvas, its end included
     assert len(api.prompt_ids(toy_tokenizer, seen[0], canvas)) <= 256 - len(canvas.ids)
+
+
+class Strict(BaseModel):
+    name: str = Field(max_length=6)
+
+    @__import__("pydantic").model_validator(mode="before")
+    @classmethod
+    def _refuse(cls, data):
+        raise TypeError("before boom")
+
+
+def test_a_validator_that_raises_another_error_is_the_records_error_naming_it(model):
+    with pytest.raises(ExtractionError, match="Strict's validation raised TypeError: before boom") as e:
+        extract("a name", Strict, model=model)
+    assert not isinstance(e.value, InternalError)
