@@ -48,8 +48,8 @@ class Options:
     default_tokens: int = DEFAULT_STRING_TOKENS   # budget of a string without max_length
     items: tuple[int, ...] = (8, 3, 2)            # entries of an open list or map, by nesting depth
     depth: int = 2                                # times a recursive reference is followed again
-    keys_within: int | None = None                # a JSON Schema's optional keys only while the slots
-                                                  # laid out stay within this many positions (None: all)
+    keys_within: int | None = None                # optional keys (a model's: those with a default) only while
+                                                  # the slots laid out stay within this many positions (None: all)
 
 
 # Tried in order until the canvas fits the room given (only schemas with open parts differ).
@@ -200,14 +200,14 @@ class Builder:
         if room is not None:   # the keys always written first, the optional ones while there is room
             props = {k: props[k] for k in sorted(props, key=lambda k: k not in written)}
         fields = []
-        within = self.options.keys_within if self.strict else None
+        within = self.options.keys_within
         for key, sub in props.items():
             if key == skip or (sub is False and key not in required):   # a key no value may have
                 continue
             if key not in written and (room is not None and len(fields) >= room - (skip is not None)
                                        or within is not None and self.size >= within):
                 continue
-            self.open_parts |= self.strict and key not in written   # leaving it out would shrink the canvas
+            self.open_parts |= key not in written   # leaving it out would shrink the canvas (a model: its default)
             optional = self.key_groups and key not in written and not self.null_default(sub, _join(path, key), base)
             if optional and lead == "{":
                 self.text(lead)   # the brace outside the key's group

@@ -314,10 +314,11 @@ def test_canvases_are_cached_and_checked_against_the_context(toy_tokenizer):
     assert build_canvas(Flat, toy_tokenizer) is build_canvas(Flat, toy_tokenizer)
     need = len(build_canvas(Flat, toy_tokenizer))
     assert build_canvas(Flat, toy_tokenizer, context=need)
-    with pytest.raises(SchemaError, match=f"needs {need} tokens but only 50 fit") as e:
+    least = build_canvas(Flat, toy_tokenizer, context=need - 1)   # `note`, which has a default, left out
+    assert [s.path for s in least.slots] == ["name", "count", "lat", "ok", "color", "day"]
+    with pytest.raises(SchemaError, match=f"needs {len(least)} tokens but only 50 fit") as e:
         build_canvas(Flat, toy_tokenizer, context=50)
-    slots = build_canvas(Flat, toy_tokenizer).slots
-    largest = max(slots, key=lambda s: s.end - s.start)
+    largest = max(least.slots, key=lambda s: s.end - s.start)
     assert e.value.path == largest.path and f"{largest.end - largest.start} of them this field's" in e.value.message
 
 
@@ -401,6 +402,16 @@ def test_an_infinite_bound_on_the_open_side_is_no_bound(toy_tokenizer):
     plain = {"type": "object", "properties": {"x": {"type": "number"}, "n": {"type": "integer", "minimum": 0}}}
     assert [s.pattern for s in build_canvas(open_ended, toy_tokenizer).slots] == \
         [s.pattern for s in build_canvas(plain, toy_tokenizer).slots]
+
+
+def test_a_model_too_big_for_the_context_keeps_the_fields_that_fit_and_defaults_the_rest(toy_tokenizer):
+    from pydantic import create_model
+
+    wide = create_model("Wide", must=(int, ...), **{f"f{i}": (Optional[int], None) for i in range(300)})
+    canvas = build_canvas(wide, toy_tokenizer, context=1024)
+    kept = [s.path for s in canvas.slots]
+    assert len(canvas) <= 1024 and 10 < len(kept) < 300 and kept == ["must", *(f"f{i}" for i in range(len(kept) - 1))]
+    assert canvas.validate(canvas.fill({"must": 1})) == wide(must=1)
 
 
 def test_counts_no_value_meets_leave_an_optional_key_out(toy_tokenizer):
