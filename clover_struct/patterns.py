@@ -132,7 +132,8 @@ def number_bounds(s: dict) -> tuple:
 
 def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
     """A number schema's slot: (regex, longest text, [(check op, bound)]): digits enough for its
-    bounds, a sign only where a negative value is allowed, fractions of FLOAT_FRACTION_DIGITS."""
+    bounds, a sign only where a negative value is allowed, fractions of FLOAT_FRACTION_DIGITS, or
+    of k where multipleOf is 10**-k (0.01: cents)."""
     lo, hi, xlo, xhi = number_bounds(s)
     checks = [(op, b) for op, b in (("ge", lo), ("gt", xlo), ("le", hi), ("lt", xhi)) if b is not None]
     checks += [("multiple_of", s["multipleOf"])] if s.get("multipleOf") else []
@@ -151,8 +152,12 @@ def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
     pattern = "-?" * sign + (f"(?:0|[1-9][0-9]{counted})" if digits > 1 else "[0-9]")
     if integer and low is not None and high is not None and digits <= INT_DIGITS:
         pattern = integer_pattern(s)
-    size = sign + digits + (not integer) * (1 + FLOAT_FRACTION_DIGITS)
-    pattern += "" if integer else rf"(?:\.[0-9]{{1,{FLOAT_FRACTION_DIGITS}}})?"
+    fraction = FLOAT_FRACTION_DIGITS
+    if isinstance(m := s.get("multipleOf"), float) and 0 < m < 1 and math.isfinite(m):
+        step = Fraction(str(m))
+        fraction = next((k for k in range(1, fraction) if step == Fraction(1, 10 ** k)), fraction)
+    size = sign + digits + (not integer) * (1 + fraction)
+    pattern += "" if integer else rf"(?:\.[0-9]{{1,{fraction}}})?"
     return pattern, size, checks
 
 

@@ -443,6 +443,10 @@ class Builder:
         return ListNode(tuple(items), nullable)
 
     def string(self, s, path, nullable, tokens):
+        if not self.strict and s.get("contentMediaType") == "application/json":   # pydantic's Json[...]
+            raise SchemaError(path, "a Json[...] field holds its value as a string of JSON text, which the model "
+                                    "would have to write with its quotes escaped; declare the field as its inner "
+                                    "type (Json[list[int]] -> list[int])")
         content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens,
                                                              quoted=nullable)
         parent, _, _ = path.rpartition(".")

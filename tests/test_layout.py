@@ -368,6 +368,7 @@ def model(**fields):
                                              "additionalProperties": False}}, "required": ["o"]},
      "o", "minProperties 2 exceeds the 1 keys it allows"),
     (model(s=(str, Field(min_length=10_000))), "s", "lower min_length"),
+    (model(j=(__import__("pydantic").Json[list[int]], ...)), "j", r"declare the field as its inner type"),
     ({"type": "object", "properties": {"n": {"type": "number", "maximum": float("nan")}}, "required": ["n"]},
      "n", "no number of at most 6 decimals meets its bounds"),
     ({"type": "object", "properties": {"n": {"type": "integer", "minimum": float("inf")}}, "required": ["n"]},
@@ -412,6 +413,20 @@ def test_a_model_too_big_for_the_context_keeps_the_fields_that_fit_and_defaults_
     kept = [s.path for s in canvas.slots]
     assert len(canvas) <= 1024 and 10 < len(kept) < 300 and kept == ["must", *(f"f{i}" for i in range(len(kept) - 1))]
     assert canvas.validate(canvas.fill({"must": 1})) == wide(must=1)
+
+
+def test_a_decimal_is_the_number_it_is_read_from_with_its_places_and_digits(toy_tokenizer):
+    from decimal import Decimal
+
+    from pydantic import condecimal
+
+    cents = model(d=(condecimal(max_digits=5, decimal_places=2), ...), plain=(Decimal, ...))
+    slots = {s.path: s for s in build_canvas(cents, toy_tokenizer).slots}
+    takes = [bool(re.fullmatch(slots["d"].pattern, v)) for v in ("12.34", "-999.99", "12.345", "12 apples", '"7"')]
+    assert takes == [True, True, False, False, False]
+    assert re.fullmatch(slots["plain"].pattern, "-3.5") and not re.fullmatch(slots["plain"].pattern, '"3.5"')
+    canvas = build_canvas(cents, toy_tokenizer)
+    assert canvas.validate(canvas.fill({"d": 12.34, "plain": 7})) == cents(d=Decimal("12.34"), plain=Decimal(7))
 
 
 def test_counts_no_value_meets_leave_an_optional_key_out(toy_tokenizer):
