@@ -133,7 +133,8 @@ def number_bounds(s: dict) -> tuple:
 def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
     """A number schema's slot: (regex, longest text, [(check op, bound)]): digits enough for its
     bounds, a sign only where a negative value is allowed, fractions of FLOAT_FRACTION_DIGITS, or
-    of k where multipleOf is 10**-k (0.01: cents)."""
+    of k where multipleOf is 10**-k (0.01: cents), with no trailing zero: an integral number is
+    written as an integer, so no oneOf of an integer and a number reads it as both."""
     lo, hi, xlo, xhi = number_bounds(s)
     checks = [(op, b) for op, b in (("ge", lo), ("gt", xlo), ("le", hi), ("lt", xhi)) if b is not None]
     checks += [("multiple_of", s["multipleOf"])] if s.get("multipleOf") else []
@@ -157,7 +158,7 @@ def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
         step = Fraction(str(m))
         fraction = next((k for k in range(1, fraction) if step == Fraction(1, 10 ** k)), fraction)
     size = sign + digits + (not integer) * (1 + fraction)
-    pattern += "" if integer else rf"(?:\.[0-9]{{1,{fraction}}})?"
+    pattern += "" if integer else rf"(?:\.[0-9]{{0,{fraction - 1}}}[1-9])?"   # 1.5, not 1.50; 120, not 120.0
     return pattern, size, checks
 
 

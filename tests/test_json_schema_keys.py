@@ -513,8 +513,9 @@ def test_a_one_of_whole_value_matches_at_most_one_member_a_regex_tells_apart(toy
         (auto,) = compile_canvas(build_canvas(schema, tok), tok)
         return [t for t in texts if auto.accepts(tok.encode(t))]
 
-    texts = ["2", "0", "-3", "2.5", "0.5", "-2.5", "9" * 13, "9" * 9 + ".5"]
+    texts = ["2", "0", "-3", "2.5", "0.5", "-2.5", "9" * 13, "9" * 9 + ".5", "7.0", "2.50"]
     assert accepted(texts, toy_tokenizer) == ["-3", "2.5", "0.5", "9" * 9 + ".5"]   # integers >= 0: both members
+    # (7.0 is an integer too, and 2.50 is written 2.5: a number slot's fraction ends in no 0)
     monkeypatch.setattr(constraints, "PRODUCT", 1)   # (a tokenizer of its own: automata are cached per tokenizer)
     assert accepted(texts, make_toy_tokenizer()) == ["2", "0", "-3", "2.5", "0.5", "9" * 9 + ".5"]   # any member's
     formats = {"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "maxLength": 3}, {"type": "string"}]}
