@@ -261,7 +261,8 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
         return ids, text
     if not truncate:
         raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
-                                  f"{room} beside the canvas; shorten it or pass truncate=True")
+                                  f"{room} beside the canvas; shorten it, or pass truncate=True (--truncate on the "
+                                  "command line) to read its start")
     keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
     while True:     # the prompt around the kept text may take more tokens than the text alone
         kept = tok.decode(tok.encode(text)[:keep])

@@ -135,7 +135,8 @@ def _file_text(data: bytes) -> tuple[str | None, str | None]:
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError:
-        return None, "binary file (not UTF-8 text); only text files can be read"
+        return None, ("not UTF-8 text: a binary file, or text in another encoding (convert it to UTF-8, e.g. "
+                      "iconv -f LATIN1 -t UTF-8)")
 
 
 def _line_text(raw: bytes, field: str):

@@ -66,15 +66,19 @@ def load_spec(spec: str):
     """`package.module:Class` (a pydantic model) or the path of a JSON Schema file."""
     path = Path(spec)
     if path.suffix == ".json" or path.exists() or ":" not in spec:
+        if path.is_dir():
+            raise CliError(f"--schema {spec}: a folder; give a JSON Schema file or package.module:Class")
         if not path.is_file():
             raise CliError(f"--schema {spec}: no such file; give a JSON Schema file or package.module:Class")
         try:
             schema = read_schema(path)
         except ValueError as e:   # not JSON, not UTF-8, nested too deep
             raise CliError(f"--schema {spec}: not valid JSON ({e}); fix the file") from e
+        if isinstance(schema, bool):   # true: any value; false: none (refused at layout)
+            return schema
         if not isinstance(schema, dict) or not isinstance(schema.get("properties", {}), dict):
-            raise CliError(f"--schema {spec}: not a JSON Schema object (expected {{\"type\": \"object\", "
-                           "\"properties\": {...}}})")
+            raise CliError(f"--schema {spec}: not a JSON Schema (expected an object such as "
+                           '{"type": "object", "properties": {...}}, or true or false)')
         return schema
     module_name, _, name = spec.partition(":")
     try:
@@ -155,11 +159,11 @@ def progress_bar(total: int | None, done: int, on: bool):
                 smoothing=0.05)
 
 
-def local_decode(batches, schema, model, batch_size: int):
+def local_decode(batches, schema, model, batch_size: int, truncate: bool):
     """(batch, outcomes) for each batch of (source, text, why) records: an outcome per readable text."""
     for batch in batches:
         texts = [text for _, text, why in batch if why is None]
-        yield batch, [outcome(v) for v in decode_batch(texts, schema, model, batch_size)] if texts else []
+        yield batch, [outcome(v) for v in decode_batch(texts, schema, model, batch_size, truncate)] if texts else []
 
 
 def check_ray(args) -> None:
@@ -192,6 +196,8 @@ def error_path(out: Path) -> Path:
          MODEL, DEVICE, arg("--batch-size", type=int, default=16, metavar="N", help="records decoded jointly (default 16)"),
          arg("--text-field", default="text", metavar="F", help="text field of JSONL lines (default text)"),
          arg("--resume", action="store_true", help="skip records already in OUT and its errors file"),
+         arg("--truncate", action="store_true", help="read the start of a text longer than the model's context "
+             "holds beside the schema (default: such a text is an error row)"),
          arg("--quiet", action="store_true", help="no progress bar"),
          arg("--json", action="store_true", help="print the summary as a JSON object on stdout"),
          arg("--min-confidence", type=float, metavar="P", help="a record whose least sure field the model gave "
@@ -219,6 +225,9 @@ def extract(args) -> int:
             prepare(schema, model)   # the schema checked, and its automata built, before the first record
     out = Path(args.output) if args.output else None
     err = error_path(out) if out else None
+    if out is not None and any(p.exists() and not p.is_dir() for p in out.parents):
+        raise CliError(f"-o {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a file, "
+                       f"not a folder; give OUT in a folder")
     if out is not None:
         for named in args.inputs:   # a folder or glob holding the output skips it; a named file is refused
             if os.path.isfile(named) and any(p.exists() and os.path.samefile(named, p) for p in (out, err)):
@@ -241,11 +250,12 @@ def extract(args) -> int:
         # the next batch, or [] (the end) once the input is read or a signal came
         batches = iter(lambda: [] if stop.signal else list(itertools.islice(stream, args.batch_size)), [])
         if args.ray is None:
-            decoded = local_decode(batches, schema, model, args.batch_size)
+            decoded = local_decode(batches, schema, model, args.batch_size, args.truncate)
         else:
             from .distributed import ray_decode
             decoded = ray_decode(batches, schema, address=args.ray, workers=args.workers, device=args.device,
-                                 model=args.model and str(Path(args.model).resolve()), batch_size=args.batch_size)
+                                 model=args.model and str(Path(args.model).resolve()), batch_size=args.batch_size,
+                                 truncate=args.truncate)
         try:
             for batch, outcomes in decoded:
                 outcomes = iter(outcomes)

@@ -46,7 +46,7 @@ def shared_model(source=None, device=None):
         return _MODELS[key]
 
 
-def decode_batch(texts: list, schema, model, batch_size: int) -> list[tuple]:
+def decode_batch(texts: list, schema, model, batch_size: int, truncate: bool = False) -> list[tuple]:
     """api.extract_many over one batch, (value or error, Trace) per text; should it fail as a
     whole (it isolates records itself), each text is decoded alone, so the failure stays with
     its record. Mistakes of the setup (UsageError, SchemaError, CheckpointError) are raised:
@@ -55,13 +55,13 @@ def decode_batch(texts: list, schema, model, batch_size: int) -> list[tuple]:
     from .rows import Trace
 
     try:
-        return extract_many(texts, schema, model=model, batch_size=batch_size, trace=True)
+        return extract_many(texts, schema, model=model, batch_size=batch_size, trace=True, truncate=truncate)
     except (UsageError, SchemaError, CheckpointError):
         raise
     except Exception as e:
         if len(texts) == 1:
             return [(internal_failure("extraction", e), Trace())]
-        return [decode_batch([t], schema, model, 1)[0] for t in texts]
+        return [decode_batch([t], schema, model, 1, truncate)[0] for t in texts]
 
 
 def outcome(result: tuple) -> tuple:
@@ -154,10 +154,10 @@ class Worker:
     """A Ray actor of `clover-struct extract --ray`: one model, decoding the driver's batches. A
     mistake of the setup (model, schema) is kept and told by ready(), so the driver raises it."""
 
-    def __init__(self, schema, model, device, batch_size: int):
+    def __init__(self, schema, model, device, batch_size: int, truncate: bool = False):
         from .api import model_lock, prepare
 
-        self.schema, self.batch_size, self.error = schema, batch_size, None
+        self.schema, self.batch_size, self.truncate, self.error = schema, batch_size, truncate, None
         try:
             self.model = shared_model(model, device)
             with model_lock(self.model):
@@ -169,7 +169,7 @@ class Worker:
         return self.error
 
     def decode(self, texts: list[str]) -> list[tuple]:
-        return [outcome(v) for v in decode_batch(texts, self.schema, self.model, self.batch_size)]
+        return [outcome(v) for v in decode_batch(texts, self.schema, self.model, self.batch_size, self.truncate)]
 
 
 def import_ray():
@@ -180,7 +180,8 @@ def import_ray():
     return ray
 
 
-def ray_decode(batches, schema, *, address: str | None, workers: int | None, model, device, batch_size: int):
+def ray_decode(batches, schema, *, address: str | None, workers: int | None, model, device, batch_size: int,
+               truncate: bool = False):
     """(batch, outcomes) for each batch of (source, text, why) records, in order, the texts decoded
     by Ray actors; the cluster at `address`, or a local one (an already started one is used as it is)."""
     ray = import_ray()
@@ -209,7 +210,7 @@ def ray_decode(batches, schema, *, address: str | None, workers: int | None, mod
                              + ("add GPU nodes or leave out --device" if gpu else "add CPU nodes"))
         actor = ray.remote(Worker).options(num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
                                            max_restarts=RESTARTS, max_task_retries=RESTARTS)
-        actors = [actor.remote(schema, model, device, batch_size) for _ in range(n)]
+        actors = [actor.remote(schema, model, device, batch_size, truncate) for _ in range(n)]
         for error in ray.get([a.ready.remote() for a in actors]):
             if error is not None:
                 raise error

@@ -133,7 +133,7 @@ def read_schema(path: str | Path):
 def _read_json(path: Path):
     """The JSON value in the file at `path` (ValueError where it is none)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))   # a byte order mark, as editors write it
     except RecursionError:
         raise ValueError("it nests lists and objects deeper than a JSON reader goes; flatten it") from None
 

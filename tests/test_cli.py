@@ -57,6 +57,16 @@ def run(*argv):
     return cli.main([str(a) for a in argv])
 
 
+def test_truncate_reads_the_start_of_a_text_longer_than_the_context(tmp_path, model_dir, schema_file):
+    (tmp_path / "long.txt").write_text("zone " * CONTEXT)
+    assert run("extract", tmp_path / "long.txt", "--schema", schema_file, "--model", model_dir, "-o",
+               tmp_path / "a.jsonl") == 1
+    assert "--truncate" in lines(tmp_path / "a.errors.jsonl")[0]["error"]
+    assert run("extract", tmp_path / "long.txt", "--schema", schema_file, "--model", model_dir, "-o",
+               tmp_path / "b.jsonl", "--truncate") == 0
+    assert set(lines(tmp_path / "b.jsonl")[0]["record"]) == {"name", "kind"}
+
+
 def test_bad_records_go_to_the_errors_file_and_the_good_ones_are_written(tmp_path, model_dir, schema_file, capsys):
     d = tmp_path / "in"
     (d / "sub").mkdir(parents=True)
@@ -171,7 +181,7 @@ def test_a_killed_run_resumes_to_exactly_the_uninterrupted_output(tmp_path, mode
     ("clover_struct.schemas.airspace:LAT_PIECE", "not a pydantic model class"),
     ("missing.schema.json", "no such file"),
     ("bad.json", "not valid JSON"),
-    ("list.json", "not a JSON Schema object"),
+    ("list.json", "not a JSON Schema (expected an object"),
 ])
 def test_bad_schema_specs_are_one_clear_line(tmp_path, monkeypatch, capsys, spec, message):
     monkeypatch.chdir(tmp_path)
@@ -279,7 +289,7 @@ def test_inputs_are_streamed_and_decoded_a_batch_at_a_time(tmp_path, model_dir, 
 
     from clover_struct.rows import Trace
 
-    def fake(texts, schema, *, model, batch_size, trace):
+    def fake(texts, schema, *, model, batch_size, trace, truncate):
         calls.append(list(texts))
         return [({"name": t[-6:], "kind": "circle"}, Trace()) for t in texts]
     monkeypatch.setattr(clover_struct.api, "extract_many", fake)

@@ -173,6 +173,18 @@ def test_setup_failures_are_one_line(tmp_path, model_dir, schema_file, monkeypat
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("clover-struct: error: field `")
 
+    for argv, words in ((["--schema", tmp_path], "a folder"), (["-o", feed / "out.jsonl"], "is a file, not a folder"),
+                        (["--device", "cuda"] * (not __import__("torch").cuda.is_available()), "device cpu")):
+        if argv:
+            assert run("extract", feed, "--schema", schema_file, "--model", model_dir, *argv) == 2
+            err = capsys.readouterr().err
+            assert len(err.splitlines()) == 1 and words in err, err
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "bool.json").read_bytes().replace(b"false", b"{}"))
+    (tmp_path / "true.json").write_text("true")
+    for schema in ("bom.json", "true.json"):
+        assert run("extract", feed, "--schema", tmp_path / schema, "--model", model_dir, "-o", tmp_path / "b.jsonl") == 0
+    capsys.readouterr()
+
     def broken(spec):
         raise RuntimeError("unexpected")
     monkeypatch.setattr(cli, "load_spec", broken)

@@ -210,7 +210,7 @@ def torch_device(device=None, dtype=None) -> tuple[torch.device, torch.dtype]:
     except RuntimeError as e:
         raise UsageError(f"device {device!r} is not a torch device ({e}); use 'cpu' or 'cuda'") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError("a CUDA device was asked for, but torch sees none; use device='cpu'")
+        raise UsageError("a CUDA device was asked for, but torch sees none; use the CPU (device cpu)")
     if isinstance(dtype, str):   # "bfloat16", "torch.float16"
         dtype = getattr(torch, dtype.removeprefix("torch."), dtype)
     if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
