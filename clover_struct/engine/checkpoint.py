@@ -108,7 +108,7 @@ def _canonical(key: str) -> str:
 
 
 def read_tensor(key: str, where) -> torch.Tensor:
-    """A weight, checked to be floating point (every weight of every family is)."""
+    """A weight, checked to be floating point (every weight of every family is) and finite."""
     f, handle = where
     try:
         t = handle.get_tensor(key)
@@ -118,6 +118,9 @@ def read_tensor(key: str, where) -> torch.Tensor:
         raise CheckpointError(f"{f}: tensor {key} has dtype {str(t.dtype).removeprefix('torch.')}; weights are "
                               "floating point (float32, bfloat16, float16): this file holds quantized or other "
                               "data clover-struct does not read")
+    if not torch.isfinite(t).all():
+        raise CheckpointError(f"{f}: tensor {key} holds NaN or infinite values; the file is damaged: copy or "
+                              "convert it again")
     return t
 
 

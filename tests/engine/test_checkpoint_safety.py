@@ -110,6 +110,12 @@ def test_a_tensor_of_the_wrong_dtype_is_named_with_its_file(saved, dtype):
         load_model(saved)
 
 
+def test_a_tensor_of_nan_values_is_named_with_its_file(saved):
+    name = replace_tensor(saved, lambda t: t.masked_fill(torch.arange(t.numel()).view(t.shape) % 7 == 3, torch.nan))
+    with pytest.raises(CheckpointError, match=f"model.safetensors: tensor {re.escape(name)} holds NaN"):
+        load_model(saved)
+
+
 def test_a_config_that_does_not_match_the_weights(saved):
     edit_config(saved, hidden_size=64)
     with pytest.raises(CheckpointError, match=r"model.safetensors: tensor \S+ has shape .* config.json implies"):
