@@ -264,10 +264,11 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
         job = Job(asked, asyncio.get_running_loop(), release)
         engine.queue.put_nowait(job)
         reply = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": served}
-        if asked.stream:
-            return StreamingResponse(stream(job, reply), media_type="text/event-stream")
-        while (event := await job.events.get())[0] != "done":
-            pass
+        event = await job.events.get()
+        if asked.stream and not isinstance(event[1], ApiError):   # an error before any record keeps its status
+            return StreamingResponse(stream(job, reply, event), media_type="text/event-stream")
+        while event[0] != "done":
+            event = await job.events.get()
         if isinstance(event[1], ApiError):
             return error_response(event[1])
         value, trace, prompt_tokens, canvas_tokens = event[1]
@@ -275,13 +276,14 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             "index": 0, "message": {"role": "assistant", "content": json.dumps(value, ensure_ascii=False)},
             "finish_reason": "stop"}], "usage": usage(trace, prompt_tokens, canvas_tokens)})
 
-    async def stream(job, reply):
+    async def stream(job, reply, event):
         def chunk(content, finish=None, **extra):
             choice = {"index": 0, "delta": {"role": "assistant", "content": json.dumps(content, ensure_ascii=False)},
                       "finish_reason": finish}
             return f"data: {json.dumps({**reply, 'object': 'chat.completion.chunk', 'choices': [choice], **extra})}\n\n"
-        while (event := await job.events.get())[0] == "partial":
+        while event[0] == "partial":
             yield chunk(event[1])
+            event = await job.events.get()
         if isinstance(event[1], ApiError):
             yield f"data: {json.dumps({'error': event[1].body})}\n\n"
         else:

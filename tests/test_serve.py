@@ -184,6 +184,12 @@ def test_a_stream_yields_partial_records_that_end_in_the_final_one(client):
     assert len(partials[0]) < len(leaves(final))
 
 
+def test_a_stream_the_schema_is_refused_for_is_a_400_before_any_event(client):
+    with pytest.raises(openai.BadRequestError, match="no integer meets its bounds"):
+        client.chat.completions.create(model="clover-mini", messages=user("the code is AB"), stream=True,
+                                       response_format=fmt(MULTIPLE))
+
+
 def test_an_error_in_a_stream_is_an_error_event(client):
     stream = client.chat.completions.create(model="clover-mini", messages=user("the code is AB"),
                                             response_format=fmt(EMPTY), stream=True)
