@@ -58,6 +58,8 @@ def excludes(a: str, b: str) -> Rule:
 
 
 def exactly_one(*terms: str) -> Rule:
+    if len(terms) < 2:
+        raise UsageError(f"exactly_one takes two terms or more, got {len(terms)}: exactly_one('a', 'b=x')")
     tests = [_test(t) for t in terms]
     return Rule(f"exactly one of {', '.join(terms)}", lambda r: sum(t(r) for t in tests) == 1, terms=terms)
 
@@ -91,10 +93,12 @@ def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, kn
 def _decide(text, schema, model, rules, known, joint, trace):
     model, canvas, sets = prepare(schema, model)
     slots = canvas.slots
+    if not slots or all(s.path.startswith("{") for s in slots):   # nothing, or a map's entries alone
+        raise SchemaError("", "the schema has no fields to decide; give it bool, Literal or Enum fields")
     bad = [s.path for s in slots if s.kind != "choice" or s.group is not None]
     if bad:
-        raise SchemaError(bad[0], "judgments are bool, Literal or Enum fields at the top level; "
-                                  "extract other values with extract()")
+        raise SchemaError(bad[0], "judgments are required bool, Literal or Enum fields at the top level (not "
+                                  "optional keys, nor lists or maps); extract other values with extract()")
     if len(slots) > MAX_LINKED:
         raise SchemaError("", f"{len(slots)} linked fields; decide answers at most {MAX_LINKED} together")
     if math.prod(len(s.choices) for s in slots) > MAX_ASSIGNMENTS:
@@ -158,8 +162,9 @@ def _decide(text, schema, model, rules, known, joint, trace):
         best = next((a for a in ranked if sum(sc for _, sc in a) > float("-inf")
                      and satisfies(a)), None)
         if best is None:
-            raise ExtractionError("", "no assignment satisfies every rule (" + "; ".join(r.text for r in rules)
-                                  + "); check the rules and the known values")
+            raise ExtractionError("", "no answer satisfies every rule (" + ("; ".join(r.text for r in rules)
+                                  or "none given") + ") and the schema's own checks; check the rules, the "
+                                  "known values and the schema's validators")
     else:
         best = [max(o, key=lambda vs: vs[1]) for o in options]
     try:

@@ -3,9 +3,9 @@
 from typing import ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
-from clover_struct import ExtractionError, SchemaError
+from clover_struct import ExtractionError, SchemaError, UsageError
 from clover_struct.linked import decide, exactly_one, excludes, implies, predicate
 from clover_struct.schemas.dispatch import Action, DispatchJudgments, judgment_rules_hold
 from tiny_models import tiny_model, without_prefill_step
@@ -62,7 +62,7 @@ def test_the_model_reads_the_known_facts_as_training_writes_them(toy_tokenizer, 
 
 def test_unsatisfiable_rules_and_too_many_fields(toy_tokenizer):
     model = tiny_model(toy_tokenizer)
-    with pytest.raises(ExtractionError, match="no assignment satisfies every rule"):
+    with pytest.raises(ExtractionError, match="no answer satisfies every rule"):
         decide("x", Triage, model=model, rules=[implies("urgent", "safe"), excludes("urgent", "safe"),
                                                 implies("safe", "urgent"), exactly_one("safe", "urgent")])
     many = type("Many", (BaseModel,), {"__annotations__": {f"q{i}": bool for i in range(9)}})
@@ -75,6 +75,24 @@ def test_unsatisfiable_rules_and_too_many_fields(toy_tokenizer):
 
     with pytest.raises(SchemaError, match="`name`.*bool, Literal or Enum"):
         decide("x", NotJudgment, model=model)
+
+
+def test_what_decide_cannot_take_is_named(toy_tokenizer):
+    model = tiny_model(toy_tokenizer)
+    with pytest.raises(SchemaError, match="no fields to decide"):
+        decide("x", type("Nothing", (BaseModel,), {}), model=model)
+    optional = {"type": "object", "properties": {"urgent": {"type": "boolean"}}}
+    with pytest.raises(SchemaError, match="`urgent`: judgments are required bool"):
+        decide("x", optional, model=model)
+    with pytest.raises(UsageError, match="exactly_one takes two terms or more, got 0"):
+        exactly_one()
+
+    class Refused(Triage):
+        @model_validator(mode="after")
+        def never(self):
+            raise ValueError("no combination")
+    with pytest.raises(ExtractionError, match=r"\(none given\) and the schema's own checks"):
+        decide("x", Refused, model=model, rules=[])
 
 
 def test_a_model_without_prefill_step_answers_the_same_in_two_passes(toy_tokenizer):
