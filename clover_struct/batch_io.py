@@ -69,7 +69,8 @@ def files(paths: list[Path], exclude=()):
 def _walk(root: Path):
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        yield from (Path(folder, n) for n in sorted(names) if n.lower().endswith(SUFFIXES) and not n.startswith("."))
+        yield from (Path(folder, n) for n in sorted(names)
+                    if n.lower().endswith(SUFFIXES) and not n.startswith("."))
 
 
 def records(paths, text_field: str):
@@ -83,7 +84,7 @@ def records(paths, text_field: str):
             if json_lines(path):
                 with open(path, "rb") as f:
                     if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
-                        yield str(path), None, "JSON lines in UTF-16; convert the file to UTF-8 (iconv -f UTF-16 -t UTF-8)"
+                        yield str(path), None, "JSON lines in UTF-16: convert the file to UTF-8 (iconv -t UTF-8)"
                         continue
                     f.seek(0)
                     for n, raw in _lines(f):

@@ -225,10 +225,9 @@ def extract(args) -> int:
             prepare(schema, model)   # the schema checked, and its automata built, before the first record
     out = Path(args.output) if args.output else None
     err = error_path(out) if out else None
-    if out is not None and any(p.exists() and not p.is_dir() for p in out.parents):
-        raise CliError(f"-o {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a file, "
-                       f"not a folder; give OUT in a folder")
     if out is not None:
+        if (blocked := next((p for p in out.parents if p.exists() and not p.is_dir()), None)) is not None:
+            raise CliError(f"-o {out}: {blocked} is a file, not a folder; give OUT in a folder")
         for named in args.inputs:   # a folder or glob holding the output skips it; a named file is refused
             if os.path.isfile(named) and any(p.exists() and os.path.samefile(named, p) for p in (out, err)):
                 raise CliError(f"{named} is also the output ({out}) or its errors file ({err}): writing them would "

@@ -23,7 +23,6 @@ class _Rules(GenerateJsonSchema):
         out, schemes = super().url_schema(schema), schema.get("allowed_schemes")
         return out if not schemes else {**out, "pattern": f"^(?:{'|'.join(map(literal, schemes))}):"}
 
-
     def decimal_schema(self, schema):
         out = super().decimal_schema(schema)
         number = next(s for s in out.get("anyOf", [out]) if s.get("type") == "number")

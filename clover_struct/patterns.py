@@ -165,11 +165,11 @@ def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
 def integer_pattern(s: dict) -> str:
     """The integers a schema bounded on both sides allows, as a regex: its multiples of multipleOf
     listed where there are few (LISTED_MULTIPLES), else every integer of the range."""
-    lo, hi, xlo, xhi = (None if b is None else Fraction(b) for b in number_bounds(s))
+    lo, hi, xlo, xhi = (None if b is None else Fraction(str(b)) for b in number_bounds(s))   # 0.1: a tenth
     a = max(([math.ceil(lo)] if lo is not None else []) + ([math.floor(xlo) + 1] if xlo is not None else []))
     b = min(([math.floor(hi)] if hi is not None else []) + ([math.ceil(xhi) - 1] if xhi is not None else []))
     if isinstance(m := s.get("multipleOf"), (int, float)) and m > 0:
-        step = Fraction(m)
+        step = Fraction(str(m))
         first, last = math.ceil(a / step), math.floor(b / step)
         if last - first < LISTED_MULTIPLES:
             values = [v for k in range(first, last + 1) if (v := k * step).denominator == 1]
@@ -202,7 +202,8 @@ def _same_length(a: str, b: str) -> str:
     whole_low, whole_high = a[1:] == "0" * rest, b[1:] == "9" * rest
     first, last = int(a[0]) + (not whole_low), int(b[0]) - (not whole_high)
     parts = [a[0] + _same_length(a[1:], "9" * rest)] * (not whole_low)
-    parts += [f"[{first}-{last}][0-9]" + f"{{{rest}}}" * (rest > 1)] * (first <= last)
+    lead = f"[{first}-{last}]" if first < last else str(first)
+    parts += [f"{lead}[0-9]" + f"{{{rest}}}" * (rest > 1)] * (first <= last)
     parts += [b[0] + _same_length("0" * rest, b[1:])] * (not whole_high)
     return parts[0] if len(parts) == 1 else f"(?:{'|'.join(parts)})"
 

@@ -451,10 +451,9 @@ class Builder:
                                                              quoted=nullable)
         parent, _, _ = path.rpartition(".")
         before, beside = (s.get(key) and (f"{parent}.{s[key]}" if parent else s[key]) for key in SIBLING_KEYS)
-        spec = dict(checks=tuple(Check(*c) for c in checks), length=length, verbatim=bool(s.get("verbatim")),
-                    before=before, beside=beside, user_budget=tokens is not None)
         size = min(size, STRING_TOKENS_CAP)
-        spec["length"] = self.counted(length, tokens or size, path)
+        spec = dict(checks=tuple(Check(*c) for c in checks), length=self.counted(length, tokens or size, path),
+                    verbatim=bool(s.get("verbatim")), before=before, beside=beside, user_budget=tokens is not None)
         if nullable:
             return self.slot(path, "value", tokens or max(size + 2, 4), pattern=f'null|"(?:{content})"',
                              also=also and f'null|"(?:{also})"', nullable=True, **spec)

@@ -253,7 +253,7 @@ class Verbatim:
         self.inner, self.source, self.pieces = inner, source, source.pieces
         self.slot, self.budget, self.pad_id = inner.slot, inner.budget, inner.pad_id
         self.initial = (inner.initial, inner.slot.json_kind == "string", 0)
-        self.patterned = inner.slot.pattern not in _FREE_TEXT and not self._prose()   # they need no look-ahead
+        self.patterned = inner.slot.pattern not in _FREE_TEXT and not self._prose()   # else: ends at any word edge
         self._tokens: dict = {}
         self._finish: dict = {}
         self._next: dict = {}

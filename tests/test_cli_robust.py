@@ -179,10 +179,12 @@ def test_setup_failures_are_one_line(tmp_path, model_dir, schema_file, monkeypat
             assert run("extract", feed, "--schema", schema_file, "--model", model_dir, *argv) == 2
             err = capsys.readouterr().err
             assert len(err.splitlines()) == 1 and words in err, err
-    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "bool.json").read_bytes().replace(b"false", b"{}"))
+    bom = b"\xef\xbb\xbf" + (tmp_path / "bool.json").read_bytes().replace(b"false", b"{}")
+    (tmp_path / "bom.json").write_bytes(bom)
     (tmp_path / "true.json").write_text("true")
     for schema in ("bom.json", "true.json"):
-        assert run("extract", feed, "--schema", tmp_path / schema, "--model", model_dir, "-o", tmp_path / "b.jsonl") == 0
+        assert run("extract", feed, "--schema", tmp_path / schema, "--model", model_dir, "-o",
+                   tmp_path / "b.jsonl") == 0
     capsys.readouterr()
 
     def broken(spec):

@@ -168,7 +168,7 @@ def test_an_integer_slot_writes_only_the_integers_its_bounds_and_multiple_allow(
 
 
 def test_an_integer_range_is_a_regex_of_exactly_its_integers():
-    from clover_struct.patterns import integer_range
+    from clover_struct.patterns import integer_pattern, integer_range
 
     rng = __import__("random").Random(0)
     ranges = [(a, b) for a in range(-130, 131, 7) for b in range(a, 131, 5)]
@@ -178,6 +178,8 @@ def test_an_integer_range_is_a_regex_of_exactly_its_integers():
         for v in {*range(a - 12, a + 12), *range(b - 12, b + 12), *(rng.randrange(a - 99, b + 99) for _ in range(50))}:
             assert bool(regex.fullmatch(str(v))) == (a <= v <= b), (a, b, v)
         assert not regex.fullmatch("-0") and not regex.fullmatch(f"0{max(a, 0)}")
+    tenths = re.compile(integer_pattern({"minimum": 0, "maximum": 3, "multipleOf": 0.1}))   # every integer: 0.1 a tenth
+    assert [v for v in range(-2, 6) if tenths.fullmatch(str(v))] == [0, 1, 2, 3]
 
 
 class Quoted(BaseModel):

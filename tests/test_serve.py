@@ -136,7 +136,8 @@ def test_malformed_requests_get_openai_error_objects(url):
     assert status == 400 and "deeper than a JSON reader goes" in error["message"]
     assert post(json.dumps({"messages": "hi", "response_format": fmt(CONTACT)}))[1]["param"] == "messages"
     assert post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), "n": 2}))[1]["param"] == "n"
-    for bad, param in (({"temperature": -1}, "temperature"), ({"max_tokens": 0}, "max_tokens"), ({"seed": "a"}, "seed"), ({"seed": 2**64}, "seed")):
+    for bad, param in (({"temperature": -1}, "temperature"), ({"max_tokens": 0}, "max_tokens"), ({"seed": "a"}, "seed"),
+                       ({"seed": 2**64}, "seed")):
         assert post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), **bad}))[1]["param"] == param
     status, error = post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), "max_tokens": 5}))
     assert status == 400 and "more than max_tokens 5" in error["message"]

@@ -132,9 +132,9 @@ def test_a_config_value_of_the_wrong_type_is_named_at_load(saved, key, value):
     assert key in str(e.value) and "expected" in str(e.value) or value is None
 
 
-@pytest.mark.parametrize("family, key, value", [("clover", "block_size", -5), ("clover", "partial_rotary_factor", 2),
-                                                ("clover", "tie_word_embeddings", "no"), ("gemma", "sliding_window", 0),
-                                                ("gemma", "final_logit_softcapping", "x"), ("gemma", "canvas_length", -4)])
+@pytest.mark.parametrize("family, key, value", [
+    ("clover", "block_size", -5), ("clover", "partial_rotary_factor", 2), ("clover", "tie_word_embeddings", "no"),
+    ("gemma", "sliding_window", 0), ("gemma", "final_logit_softcapping", "x"), ("gemma", "canvas_length", -4)])
 def test_a_value_no_model_can_have_is_named_at_load_not_at_the_first_record(saved, key, value):
     if key == "canvas_length":   # beside text_config
         config = json.loads((saved / "config.json").read_text())
