@@ -124,6 +124,9 @@ def finish(d: Decoded) -> Any:
                     continue
                 advice = ("the text may not state it: make the field nullable or optional, or relax its check"
                           if e.path else "the text may hold no such value: relax the schema")
+                if any(c.op == "pattern" for c in canvas.slots[i].checks):   # patterns.regular: held loosely
+                    advice += ("; its pattern has look-around, a back-reference or a word boundary, which a "
+                               "grammar holds only loosely: simplify it")
                 error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes; "
                                                 f"{advice}")
             if i is not None and canvas.model is not None:

@@ -248,3 +248,9 @@ def test_a_validator_that_raises_another_error_is_the_records_error_naming_it(mo
     with pytest.raises(ExtractionError, match="Strict's validation raised TypeError: before boom") as e:
         extract("a name", Strict, model=model)
     assert not isinstance(e.value, InternalError)
+
+
+def test_a_pattern_the_grammar_holds_loosely_is_named_when_no_value_passes(model):
+    schema = {"type": "object", "properties": {"c": {"type": "string", "pattern": r"^(ab)\1$"}}, "required": ["c"]}
+    with pytest.raises(ExtractionError, match="back-reference or a word boundary, which a grammar holds only loosely"):
+        extract("x", schema, model=model)
