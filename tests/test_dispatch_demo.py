@@ -99,6 +99,7 @@ def test_a_notice_that_fails_leaves_every_answer_to_the_model(model_dir, monkeyp
     (demo.ROUTE, float("nan"), demo.WINDOW, "height"),
     (demo.ROUTE, 100.0, demo.WINDOW[::-1], "ends"),
     (demo.ROUTE, 100.0, tuple(t.replace(tzinfo=None) for t in demo.WINDOW), "timezone-aware"),
+    (demo.ROUTE, 100.0, (None, None), "timezone-aware"),
 ])
 def test_a_flight_no_one_can_fly_is_refused_not_judged_clear(route, height, window, wrong):
     with pytest.raises(UsageError, match=wrong):

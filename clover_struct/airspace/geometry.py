@@ -161,8 +161,9 @@ def _checked(height_m, start: datetime, end: datetime) -> None:
     """UsageError unless a height (metres above ground) and a window are ones a flight can have."""
     if not (isinstance(height_m, (int, float)) and math.isfinite(height_m)):
         raise UsageError(f"height {height_m!r}: give the flight's height above ground in metres, a finite number")
-    if start.tzinfo is None or end.tzinfo is None:
-        raise UsageError("flight times must be timezone-aware, e.g. datetime(..., tzinfo=timezone.utc)")
+    if not all(isinstance(t, datetime) and t.tzinfo is not None for t in (start, end)):
+        raise UsageError(f"the window ({start!r}, {end!r}): give timezone-aware datetimes, e.g. "
+                         f"datetime(..., tzinfo=timezone.utc)")
     if end < start:
         raise UsageError(f"the flight ends ({end.isoformat()}) before it starts ({start.isoformat()}): "
                          f"give the window as start, end")

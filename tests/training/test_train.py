@@ -6,6 +6,7 @@ the layout checks here exercise its pre-tokenizer and special tokens.
 
 import json
 import random
+from datetime import datetime, timezone
 
 import pytest
 import torch
@@ -215,7 +216,8 @@ def test_verdict_rows_are_conflicts_whose_geometric_answers_stay_clean_and_out_o
     model, _ = T.build(args(tmp_path, tokenizer_path, "--steps", "1"), tmp_path)
     canvas = build_canvas(DispatchJudgments, model.tokenizer)
     given = [s for s in canvas.slots if s.path in D.GIVEN["verdicts"]]
-    facts = route_facts([(0, 0), (0, 1e-3)], 0.0, None, None, [])   # its names, without zones
+    now = datetime.now(timezone.utc)
+    facts = route_facts([(0, 0), (0, 1e-3)], 0.0, now, now, [])   # its names, without zones
     assert {s.path for s in given} == set(D.GIVEN["verdicts"]) == set(facts)
     seen, hidden = {}, model.hidden
     monkeypatch.setattr(model, "hidden", lambda ids, *a, **k: seen.update(ids=ids.clone()) or hidden(ids, *a, **k))
