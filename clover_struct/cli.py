@@ -86,7 +86,7 @@ def load_spec(spec: str):
     except ModuleNotFoundError as e:
         raise CliError(f"--schema {spec}: cannot import module `{e.name}`; check the spelling and that "
                        "its package is installed or on PYTHONPATH") from e
-    except Exception as e:
+    except (Exception, SystemExit) as e:   # (a module that calls sys.exit on import)
         raise CliError(f"--schema {spec}: importing `{module_name}` failed: {type(e).__name__}: {e}") from e
     cls = getattr(module, name, None)
     is_model = lambda x: isinstance(x, type) and hasattr(x, "model_json_schema")  # noqa: E731

@@ -173,7 +173,10 @@ def test_setup_failures_are_one_line(tmp_path, model_dir, schema_file, monkeypat
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("clover-struct: error: field `")
 
+    (tmp_path / "leaves.py").write_text("import sys\nsys.exit('bye')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     for argv, words in ((["--schema", tmp_path], "a folder"), (["-o", feed / "out.jsonl"], "is a file, not a folder"),
+                        (["--schema", "leaves:M"], "SystemExit: bye"),
                         (["--device", "cuda"] * (not __import__("torch").cuda.is_available()), "device cpu")):
         if argv:
             assert run("extract", feed, "--schema", schema_file, "--model", model_dir, *argv) == 2
