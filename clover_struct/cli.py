@@ -233,7 +233,9 @@ def extract(args) -> int:
                 raise CliError(f"{named} is also the output ({out}) or its errors file ({err}): writing them would "
                                f"empty it first; write to another -o OUT")
         out.parent.mkdir(parents=True, exist_ok=True)
-    with OutputLock(out) if out else contextlib.nullcontext(), Stop() as stop:
+    # OUT and its errors file each locked: `-o x.jsonl` and `-o x.json` share x.errors.jsonl
+    with OutputLock(out) if out else contextlib.nullcontext(), OutputLock(err) if err else contextlib.nullcontext(), \
+            Stop() as stop:
         done, ok = done_sources(out) if args.resume else (set(), 0)
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
         done = {os.path.abspath(d) for d in done | failed}   # however the inputs are spelt this time

@@ -134,7 +134,10 @@ def test_a_second_run_on_the_same_output_refuses_and_the_lock_goes_with_the_run(
         assert f"another clover-struct run (pid {os.getpid()}) is writing it" in err and len(err.splitlines()) == 1
         assert not out.exists()               # refused before it touched anything
     assert run(*argv) == 0 and len(lines(out)) == 2
-    assert not (tmp_path / "out.jsonl.lock").exists()
+    assert not (tmp_path / "out.jsonl.lock").exists() and not (tmp_path / "out.errors.jsonl.lock").exists()
+    with batch_io.OutputLock(tmp_path / "out.errors.jsonl"):   # another run's OUT sharing the errors file
+        assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "out.json") == 2
+        assert "out.errors.jsonl: another clover-struct run" in capsys.readouterr().err
     monkeypatch.setattr(batch_io, "fcntl", None)   # where there is no flock: a file created exclusively
     with batch_io.OutputLock(out):
         assert run(*argv) == 2
