@@ -130,6 +130,16 @@ def number_bounds(s: dict) -> tuple:
     return lo, hi, xlo, xhi
 
 
+def exact(x) -> Fraction:
+    """A JSON number as the decimal it is written as (0.1 a tenth, not the nearest binary float)."""
+    return Fraction(str(x))
+
+
+def exact_bounds(s: dict) -> tuple:
+    """number_bounds as exact decimals (Fractions), each None where absent; the bounds finite."""
+    return tuple(None if b is None else exact(b) for b in number_bounds(s))
+
+
 def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
     """A number schema's slot: (regex, longest text, [(check op, bound)]): digits enough for its
     bounds, a sign only where a negative value is allowed, fractions of FLOAT_FRACTION_DIGITS, or
@@ -155,7 +165,7 @@ def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
         pattern = integer_pattern(s)
     fraction = FLOAT_FRACTION_DIGITS
     if isinstance(m := s.get("multipleOf"), float) and 0 < m < 1 and math.isfinite(m):
-        step = Fraction(str(m))
+        step = exact(m)
         fraction = next((k for k in range(1, fraction) if step == Fraction(1, 10 ** k)), fraction)
     size = sign + digits + (not integer) * (1 + fraction)
     pattern += "" if integer else rf"(?:\.[0-9]{{0,{fraction - 1}}}[1-9])?"   # 1.5, not 1.50; 120, not 120.0
@@ -165,11 +175,11 @@ def number_pattern(s: dict, integer: bool) -> tuple[str, int, list[tuple]]:
 def integer_pattern(s: dict) -> str:
     """The integers a schema bounded on both sides allows, as a regex: its multiples of multipleOf
     listed where there are few (LISTED_MULTIPLES), else every integer of the range."""
-    lo, hi, xlo, xhi = (None if b is None else Fraction(str(b)) for b in number_bounds(s))   # 0.1: a tenth
+    lo, hi, xlo, xhi = exact_bounds(s)
     a = max(([math.ceil(lo)] if lo is not None else []) + ([math.floor(xlo) + 1] if xlo is not None else []))
     b = min(([math.floor(hi)] if hi is not None else []) + ([math.ceil(xhi) - 1] if xhi is not None else []))
     if isinstance(m := s.get("multipleOf"), (int, float)) and m > 0:
-        step = Fraction(str(m))
+        step = exact(m)
         first, last = math.ceil(a / step), math.floor(b / step)
         if last - first < LISTED_MULTIPLES:
             values = [v for k in range(first, last + 1) if (v := k * step).denominator == 1]

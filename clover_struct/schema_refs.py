@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
 
 from .errors import SchemaError
-from .patterns import FLOAT_FRACTION_DIGITS, number_bounds
+from .patterns import FLOAT_FRACTION_DIGITS, exact, exact_bounds, number_bounds
 
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
@@ -455,14 +455,14 @@ def _some_number(s: dict) -> bool:
         return False   # NaN, which no number compares true with, a minimum of Infinity, a multiple of it
     if lo is None and xlo is None or hi is None and xhi is None:
         return True
-    # exact: Fraction('0.1') is a tenth
+    lo, hi, xlo, xhi = exact_bounds(s)
     step = Fraction(1) if s["type"] == "integer" else Fraction(1, 10 ** FLOAT_FRACTION_DIGITS)
     if isinstance(m, (int, float)) and m > 0:   # a multiple of both
-        m = Fraction(str(m))
+        m = exact(m)
         step = Fraction(math.lcm(step.numerator, m.numerator), math.gcd(step.denominator, m.denominator))
-    least = max(step * (math.floor(Fraction(str(b)) / step) + 1 if strict else math.ceil(Fraction(str(b)) / step))
+    least = max(step * (math.floor(b / step) + 1 if strict else math.ceil(b / step))
                 for b, strict in ((lo, False), (xlo, True)) if b is not None)
-    return (hi is None or least <= Fraction(str(hi))) and (xhi is None or least < Fraction(str(xhi)))
+    return (hi is None or least <= hi) and (xhi is None or least < xhi)
 
 
 def is_of_type(value, t: str) -> bool:

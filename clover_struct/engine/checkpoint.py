@@ -91,10 +91,11 @@ def open_tensors(files: list[Path]) -> dict[str, tuple[Path, object]]:
     return found
 
 
-def check_layers(files: list[Path], layers: int, source: str) -> None:
-    """CheckpointError where config.json counts more layers than the weights hold, before a
-    model of that many is built (a count of 100,000 would take minutes and gigabytes to say so)."""
-    found = {int(m[1]) for key in open_tensors(files) if (m := re.search(r"(?:^|\.)layers\.(\d+)\.", key))}
+def check_layers(found: dict, layers: int, source: str) -> None:
+    """CheckpointError where config.json counts more layers than the weights (open_tensors) hold,
+    before a model of that many is built (a count of 100,000 would take minutes and gigabytes to
+    say so)."""
+    found = {int(m[1]) for key in found if (m := re.search(r"(?:^|\.)layers\.(\d+)\.", key))}
     if layers > len(found):
         raise CheckpointError(f"{source}: num_hidden_layers is {layers}, but the weights hold {len(found)} layers; "
                               "fix num_hidden_layers")
@@ -124,14 +125,15 @@ def read_tensor(key: str, where) -> torch.Tensor:
     return t
 
 
-def state_dict_from_files(files: list[Path], model: CloverModel) -> dict[str, torch.Tensor]:
-    """Read and map every tensor onto the model's names, fusing per-expert tensors."""
+def state_dict_from_files(files: list[Path], found: dict, model: CloverModel) -> dict[str, torch.Tensor]:
+    """Read and map every tensor (`found`: open_tensors of `files`) onto the model's names, fusing
+    per-expert tensors."""
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     if model.config.tie_word_embeddings:
         expected.pop("lm_head.weight", None)
     out, experts, unexpected = {}, defaultdict(dict), []
     E = model.config.num_experts
-    for key, where in open_tensors(files).items():
+    for key, where in found.items():
         name = _canonical(key)
         if IGNORED.match(name):
             continue
@@ -277,10 +279,11 @@ def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dty
                               f"says mask_token_id={config.mask_token_id}: the tokenizer belongs to another model; "
                               "copy the model's own tokenizer.json")
     files = weight_files(root)
-    check_layers(files, config.num_hidden_layers, str(root / "config.json"))
+    found = open_tensors(files)
+    check_layers(found, config.num_hidden_layers, str(root / "config.json"))
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)
-    tensors = state_dict_from_files(files, model)
+    tensors = state_dict_from_files(files, found, model)
     tensors = {k: v.to(device=device, dtype=dtype) for k, v in tensors.items()}
     model.load_state_dict(tensors, strict=not config.tie_word_embeddings, assign=True)
     model.reset_buffers(device)

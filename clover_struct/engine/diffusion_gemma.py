@@ -176,9 +176,9 @@ def checkpoint_names(name: str) -> tuple[str, ...]:
     raise AssertionError(f"no checkpoint name for {name}")
 
 
-def read_weights(files: list[Path], model: DiffusionGemma) -> dict[str, torch.Tensor]:
-    """Every tensor the model needs, memory-mapped, its name and shape checked."""
-    found = open_tensors(files)
+def read_weights(files: list[Path], found: dict, model: DiffusionGemma) -> dict[str, torch.Tensor]:
+    """Every tensor the model needs (`found`: open_tensors of `files`), memory-mapped, its name and
+    shape checked."""
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     names = {k: checkpoint_names(k) for k in expected}
     missing = [spellings[0] for spellings in names.values() if not any(s in found for s in spellings)]
@@ -216,10 +216,11 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
             raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary of "
                                   f"{config.vocab_size}")
     files = weight_files(root)
-    check_layers(files, config.num_hidden_layers, str(root / "config.json"))
+    found = open_tensors(files)
+    check_layers(found, config.num_hidden_layers, str(root / "config.json"))
     with torch.device("meta"):
         model = DiffusionGemma(config, tokenizer)
-    tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(files, model).items()}
+    tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(files, found, model).items()}
     model.load_state_dict(tensors, assign=True)
     model.reset_buffers(device)
     return model
