@@ -405,9 +405,10 @@ def decode_jobs(model, canvas, automata, jobs, options, on_step=None):
 RETRIES = 2   # decodes of a record again, each with a failed union variant barred
 
 
-def _outcome(row) -> tuple[Any, list[int]]:
-    """A decoded row's record (or ExtractionError), and its ids as decoded (finish may mend them)."""
-    decoded = list(row.ids)
+def _outcome(row, text: str) -> tuple[Any, list[int]]:
+    """A decoded row's record (or ExtractionError), and its ids as decoded (finish may mend them);
+    `text` is what the prompt holds, which the schema's validators may read."""
+    decoded, row.text = list(row.ids), text
     try:
         value = finish(row)
         row.trace.spans = spans(row)
@@ -425,7 +426,7 @@ def _settled(model, canvas, automata, job, row, options, on_step) -> tuple[Any, 
     ranked second after a polygon the text cannot fill, rather than a polygon mended to null);
     again while another fails, RETRIES times at most. The last valid record stands, else the
     first error (the variant the model preferred); the trace counts every decode."""
-    value, decoded = _outcome(row)
+    value, decoded = _outcome(row, job[3])
     kept, barred, traces = (value, row.trace), {}, [row.trace]
     hook = None if on_step is None else lambda step, passes, rows: on_step(passes, {job[0]: rows[0]})
     while len(traces) <= RETRIES and (bars := {i: tag for i, tag in failed_variants(row, decoded, value).items()
@@ -438,7 +439,7 @@ def _settled(model, canvas, automata, job, row, options, on_step) -> tuple[Any, 
         except Exception:   # (the record as first decoded stands)
             break
         traces.append(row.trace)
-        value, decoded = _outcome(row)
+        value, decoded = _outcome(row, job[3])
         if not isinstance(value, ExtractionError):
             kept = (value, row.trace)
     for t in traces:

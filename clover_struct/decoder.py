@@ -60,6 +60,7 @@ class Decoded:
     # position was decided: a choice slot's candidates' tokens, else the top TOP
     top: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)
     states: list = field(default_factory=list)   # per slot: its automaton's state at the end
+    text: str | None = None      # the text the prompt holds: a pydantic validator reads it as info.context["text"]
 
 
 NOISES = ("mask", "uniform")

@@ -319,8 +319,9 @@ class Canvas:
             return selector.value(tag)   # null, or ExtractionError
         return walk(self.tree)
 
-    def validate(self, ids) -> Any:
-        """`parse`, then the pydantic model's validation, or the JSON Schema's final check."""
+    def validate(self, ids, text: str | None = None) -> Any:
+        """`parse`, then the pydantic model's validation (its validators given the source `text`
+        as info.context["text"]), or the JSON Schema's final check."""
         data = self.parse(ids)
         if self.model is None:
             if self.check is not None:
@@ -328,7 +329,7 @@ class Canvas:
             return data
         from pydantic import ValidationError
         try:
-            return self.model.model_validate(data)
+            return self.model.model_validate(data, context=None if text is None else {"text": text})
         except ValidationError as e:
             err = e.errors()[0]
             path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")

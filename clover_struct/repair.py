@@ -31,13 +31,15 @@ from .errors import ExtractionError, SchemaError
 from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
+_TAG = re.compile(r"<([^<>]*)>")   # a union variant's tag in a slot's path
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
 
 
 def _slot_of(canvas, path: str) -> int | None:
-    """The slot of a field path; inside a one-slot union, the union's slot."""
+    """The slot of a field path (a union variant's as the slot names it, `area<circle>.radius`,
+    or as pydantic does, `area.circle.radius`); inside a one-slot union, the union's slot."""
     return next((i for i, s in enumerate(canvas.slots)
-                 if s.path == path or s.union and path.startswith(s.path + ".")), None)
+                 if path in (s.path, _TAG.sub(r".\1", s.path)) or s.union and path.startswith(s.path + ".")), None)
 
 
 def _nearest(slot, value):
@@ -100,7 +102,7 @@ def finish(d: Decoded) -> Any:
                     why = s.violation(s.value(canvas.slot_text(d.ids, i)))
                     if why:
                         raise ExtractionError(s.path, why)
-            return canvas.validate(d.ids)
+            return canvas.validate(d.ids, d.text)
         except ExtractionError as e:
             i = _slot_of(canvas, e.path)
             keyword = getattr(e, "keyword", None)
@@ -169,7 +171,7 @@ def _within(path: str, variant: str) -> bool:
     """Whether an error's path lies in a variant's part of the record (`area<circle>`): as a
     slot names it (`area<circle>.radius`), as pydantic does, the tag a key (`area.circle.radius`),
     or as a JSON Schema's data path, without it (`area.radius`)."""
-    forms = {variant, re.sub(r"<([^<>]*)>", r".\1", variant), re.sub(r"<[^<>]*>", "", variant)}
+    forms = {variant, _TAG.sub(r".\1", variant), _TAG.sub("", variant)}
     return any(path == f or path.startswith((f + ".", f + "[")) for f in forms)
 
 
@@ -263,7 +265,7 @@ def _mended(d: Decoded, i) -> list[int] | None:
         try:
             if s.violation(s.value(canvas.slot_text(trial, i))):
                 continue
-            canvas.validate(trial)   # also the schema's own checks of this field
+            canvas.validate(trial, d.text)   # also the schema's own checks of this field
         except ExtractionError as other:
             if _slot_of(canvas, other.path) == i:
                 continue   # still this field; another field's failure is the next round's
@@ -368,7 +370,7 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
                      - cost(d, i, d.ids[canvas.slots[i].start:canvas.slots[i].end]) for i in g.slots)
         if best is None or change < best[0]:
             try:
-                best = (change, trial, canvas.validate(trial))
+                best = (change, trial, canvas.validate(trial, d.text))
             except ExtractionError:
                 pass
     for i, s in enumerate(canvas.slots):
@@ -380,7 +382,7 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
                 break   # best first: nothing later in this slot can do better
             trial = d.ids[:s.start] + alt + d.ids[s.end:]
             try:
-                record = canvas.validate(trial)
+                record = canvas.validate(trial, d.text)
             except ExtractionError:
                 continue
             best = (alt_cost - own, trial, record)

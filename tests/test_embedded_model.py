@@ -118,6 +118,20 @@ def test_a_zone_of_no_height_is_mended_where_the_model_doubts_most(model):
     assert (got.floor, got.ceiling) == (None, "400 feet")
 
 
+UAS_AREA = ("UAS prohibited area: 800 metres radius centred on 41.9029 N 12.4534 E, altitude limit 60 m above "
+            "ground, valid 8 December 2028 07:00 UTC to 8 December 2028 13:00 UTC. Event: papal audience.")
+
+
+@pytest.mark.parametrize("text, radius, metres", [(ONE_HEIGHT, "2 km", 2000.0), (UAS_AREA, "800 metres", 800.0)],
+                         ids=["altitude-label", "above-ground"])
+def test_a_height_copied_as_the_radius_is_mended_to_the_distance(model, text, radius, metres):
+    """clover-mini copies the height as the circle's radius ('400 feet' after 'Maximum altitude:',
+    '60 m' before 'above ground'). Given the text, the radius's check refuses a height, and the
+    field (inside the circle variant) takes the model's next copy: the zone keeps its circle."""
+    got = extract(text, NoFlyZone, model=model)
+    assert (got.area.radius, got.radius_m) == (radius, metres)
+
+
 class NoThinZone(NoFlyZone):
     """A user's stricter zone: its ceiling may not equal its floor."""
 

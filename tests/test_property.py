@@ -353,6 +353,26 @@ def test_a_field_validator_is_checked_on_every_fallback(models):
     assert isinstance(r, _Odd) and r.n % 2 == 1 and set(str(r.n)) <= {"1", "8"}, r
 
 
+class _Unstated(BaseModel):
+    n: int = Field(ge=0, le=99)
+
+    @field_validator("n")
+    @classmethod
+    def _not_in_text(cls, v, info):
+        if str(v) in info.context["text"]:
+            raise ValueError("n may not be a number the text states")
+        return v
+
+
+# extract gives a model's validators the text (info.context["text"]), on every fallback too:
+# the puppet writes 8s, and the text states 8 and 88.
+def test_a_validator_reads_the_text(models):
+    eight = models[0].tokenizer.encode("8")[0]
+    text = "gate 8, stand 88"
+    r, = extract_many([text], _Unstated, model=_Biased(models[0], eight))
+    assert isinstance(r, _Unstated) and str(r.n) not in text, r
+
+
 class _Unheard(BaseModel):
     word: Optional[str] = Field(None, max_length=6)
 

@@ -115,6 +115,37 @@ TIME_PIECE = (rf"^({_YYMMDDHHMM}( ?EST)?|\d\d{_YYMMDDHHMM}|{_CLOCK}|{_ENGLISH}|{
               r"|(\d{4}年)?[01]?\d月[0-3]?\d[日号])$")
 NOTAM_ID = r"^[A-Za-z]?\d{1,4}/\d{2,4}$"
 
+# What the text around a copied piece says of it, where extract gives the validators the text
+# (info.context["text"]): a height ('60 m above ground', 'Maximum altitude: 400 feet') is no
+# radius, and the year of a date ('21 September 2028', '2028年') is no clock time.
+_HEIGHT = (re.compile(rf"({_words('altitude', 'height', 'HGT', 'ceiling', 'elevation')}|真高|海拔|高度|限高)"
+                      rf"(\s+{_words('limit', 'of')})?\s*[:：]?\s*\Z"),
+           re.compile(rf"\s*({_REF}(?![A-Za-z])|及?以下)"))
+_YEAR = (re.compile(rf"{_MONTH}\.?,?\s*\Z|\b[0-3]?\d[./-][01]?\d[./-]\s*\Z"),
+         re.compile(r"年|[./-][01]?\d[./-][0-3]?\d"))
+
+
+def _source(info: ValidationInfo) -> str | None:
+    """The text a record was extracted from, where the caller gave it (extract does)."""
+    text = info.context.get("text") if isinstance(info.context, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def _not_a_year(time: str, info: ValidationInfo) -> None:
+    """A time piece of four digits (a clock's 2028) that is, wherever the text states it, a date's year."""
+    if time.isdigit() and len(time) == 4 and (text := _source(info)) is not None and _stated_as(time, text, _YEAR):
+        raise ValueError(f"{time!r} is the year of a date where the text states it, not a time")
+
+
+def _stated_as(piece: str, text: str, around: tuple[re.Pattern, re.Pattern]) -> bool:
+    """Whether `piece` stands in `text` (a run of white space as one space), and wherever it does,
+    the text before it ends with a match of around[0] or the text after it starts with one of
+    around[1]."""
+    words = r"\s+".join(map(re.escape, piece.split()))
+    found = [m.span() for m in re.finditer(rf"(?<![0-9A-Za-z.,]){words}", text)]
+    return bool(found) and all(around[0].search(text, max(0, a - 40), a) or around[1].match(text, b)
+                               for a, b in found)
+
 
 @lru_cache(maxsize=8192)
 def _degrees(piece: str, axis: str) -> float:
@@ -186,8 +217,10 @@ class CircleArea(BaseModel):
 
     @field_validator("radius")
     @classmethod
-    def _radius(cls, v: str) -> str:
+    def _radius(cls, v: str, info: ValidationInfo) -> str:
         read_radius(v)
+        if (text := _source(info)) is not None and _stated_as(v, text, _HEIGHT):
+            raise ValueError(f"{v!r} is a height where the text states it, not a radius")
         return v
 
 
@@ -274,7 +307,9 @@ class NoFlyZone(BaseModel):
     A null floor is the surface; a null ceiling is unlimited (UNL is not copied); a null
     valid_to_raw is permanent (PERM/UFN are not copied) or not stated. A height naming no
     reference takes the one the other limit names ('海拔高度100米' to '600米': both above sea
-    level), else is above ground (DEFAULT_REF).
+    level), else is above ground (DEFAULT_REF). Validated with the text it was read from
+    (``context={"text": ...}``, as extract does), a radius the text states as a height and a
+    time that is a date's year ('2028' of '21 September 2028') are refused.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -335,12 +370,15 @@ class NoFlyZone(BaseModel):
     @classmethod
     def _start(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
         if v is not None:
+            _not_a_year(v, info)
             read_validity(v, None, info.data.get("utc_offset_hours", 0.0), alone=True)
         return v
 
     @field_validator("valid_to_raw")
     @classmethod
     def _end(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        if v is not None:
+            _not_a_year(v, info)
         if "valid_from_raw" not in info.data:   # the start failed its own check
             return v
         start, end = read_validity(info.data["valid_from_raw"], v, info.data.get("utc_offset_hours", 0.0))

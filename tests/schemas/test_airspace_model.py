@@ -225,3 +225,49 @@ def test_a_piece_the_pattern_admits_is_in_a_notation_its_reader_reads(pattern, r
         except ValueError as e:
             assert VALUE_PROBLEMS.search(str(e)), (piece, str(e))
     check()
+
+
+def _with_text(text, **kw):
+    data = circle(**kw).model_dump(mode="json", exclude_none=True)
+    return NoFlyZone.model_validate(data, context={"text": text})
+
+
+@pytest.mark.parametrize("radius, text", [
+    ("60 m", "800 metres radius centred on 41.9029 N 12.4534 E, altitude limit 60 m above ground"),
+    ("400 feet", "Area: 2 km around -37.7906, 144.9117. Maximum altitude: 400 feet."),
+    ("350FT", "LIT CRANE AT PSN 524540N 0023002W HGT 350FT AMSL"),
+    ("120米", "以北纬30.5度、东经104.06度为中心，真高120米以下"),
+])
+def test_a_height_in_the_text_is_no_radius(radius, text):
+    """Given the text (extract gives it), a radius that the text states only as a height fails,
+    so the repair takes the model's next copy; without the text the same record passes."""
+    with pytest.raises(ValidationError, match="is a height where the text states it"):
+        _with_text(text, radius=radius)
+    assert circle(radius=radius).area.radius == radius
+
+
+@pytest.mark.parametrize("radius, text", [
+    ("800 metres", "800 metres radius centred on 41.9029 N 12.4534 E, altitude limit 60 m above ground"),
+    ("2 km", "Area: 2 km around -37.7906, 144.9117. Maximum altitude: 400 feet."),
+    ("2NM", "WI 2NM RADIUS OF 513012N 0001012W SFC-2000FT AGL"),
+    ("500米", "以北纬30.5度、东经104.06度为中心、半径500米范围内，真高120米以下"),
+    ("400 ft", "within 400 ft of the stadium, and up to 400 ft AGL"),   # a radius somewhere: not only a height
+])
+def test_a_radius_the_text_states_as_a_distance_passes(radius, text):
+    assert _with_text(text, radius=radius).area.radius == radius
+
+
+@pytest.mark.parametrize("start, end, text, bad", [
+    ("21 September 2028 09:00", "2028", "between 21 September 2028 09:00 and 21 September 2028 17:00 UTC",
+     "valid_to_raw"),
+    ("2028", "2028年4月15日14时", "自2028年4月15日6时起至2028年4月15日14时止", "valid_from_raw"),
+])
+def test_the_year_of_a_date_is_no_time(start, end, text, bad):
+    with pytest.raises(ValidationError, match="is the year of a date where the text states it") as e:
+        _with_text(text, valid_from_raw=start, valid_to_raw=end)
+    assert e.value.errors()[0]["loc"] == (bad,)
+
+
+def test_a_clock_time_of_four_digits_passes_beside_the_text():
+    got = _with_text("ACTIVE 2028-12-05 0800-1700 UTC", valid_from_raw="2028-12-05 0800", valid_to_raw="1700")
+    assert got.valid_to == datetime(2028, 12, 5, 17, tzinfo=UTC)
