@@ -219,6 +219,20 @@ UnionNode = namedtuple("UnionNode", "key selector variants")     # variants: ((g
 _EMPTY = object()   # fill: an all-pad slot
 
 
+def model_validated(model, data: Any, text: str | None = None):
+    """`model.model_validate(data)`, its validators given the source `text` as info.context["text"].
+    A value the model rejects raises pydantic's ValidationError; a validator that raises anything
+    else (the model's own code failing), ExtractionError."""
+    from pydantic import ValidationError
+    try:
+        return model.model_validate(data, context=None if text is None else {"text": text})
+    except ValidationError:
+        raise
+    except Exception as e:
+        raise ExtractionError("", f"{model.__name__}'s validation raised {type(e).__name__}: {e}; a validator "
+                                  "rejects a value with ValueError or AssertionError") from e
+
+
 @dataclass(frozen=True, eq=False)
 class Canvas:
     """Fixed ids with `mask_id` at slot positions, the slots, the groups, and the way back."""
@@ -329,14 +343,11 @@ class Canvas:
             return data
         from pydantic import ValidationError
         try:
-            return self.model.model_validate(data, context=None if text is None else {"text": text})
+            return model_validated(self.model, data, text)
         except ValidationError as e:
             err = e.errors()[0]
             path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
             raise ExtractionError(path, err["msg"]) from None
-        except Exception as e:   # the model's own code: a validator that raised something else
-            raise ExtractionError("", f"{self.model.__name__}'s validation raised {type(e).__name__}: {e}; a "
-                                      "validator rejects a value with ValueError or AssertionError") from e
 
     def fill(self, data: Any) -> list[int]:
         """The canvas ids that write `data` (a dict or model instance): the inverse of parse."""

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from .api import check_model, default_model, encode_prompt, internal_failure, model_lock, prepare, slot_of_path
 from .decoder import Trace, score_choices
 from .errors import CloverError, ExtractionError, SchemaError, UsageError
+from .layout import model_validated
 
 MAX_LINKED = 8
 MAX_ASSIGNMENTS = 1 << 16
@@ -145,7 +146,7 @@ def _decide(text, schema, model, rules, known, joint, trace):
     def satisfies(assignment):
         data = record(assignment)
         try:
-            instance = canvas.model.model_validate(data) if canvas.model else data
+            instance = model_validated(canvas.model, data, text) if canvas.model else data
         except ValidationError:   # the model's own validators reject this combination
             return False
         for r in rules:
@@ -168,7 +169,7 @@ def _decide(text, schema, model, rules, known, joint, trace):
     else:
         best = [max(o, key=lambda vs: vs[1]) for o in options]
     try:
-        value = canvas.model.model_validate(record(best)) if canvas.model else record(best)
+        value = model_validated(canvas.model, record(best), text) if canvas.model else record(best)
     except ValidationError as e:
         raise ExtractionError("", f"the answers break the schema's own checks ({e.errors()[0]['msg']}); "
                                   "decide jointly (joint=True) to keep to them") from e

@@ -6,7 +6,8 @@ ranked (`alternatives`, over the top tokens the decoder remembered per position;
 completion where that search runs out), then by the nearest valid value, and for a JSON
 Schema's whole value by the emptiest value of a type; a value breaking a pattern the layout
 could not place (then/else, allOf) is searched again among the values matching it. A check
-across fields (a model validator, a JSON Schema's rule on an object or a list) is met by the
+across fields (a model validator, a JSON Schema's rule on an object or a list), and a field's
+check that none of its own next-best values passes (it may read a sibling), is met by the
 single change the model finds least unlikely (for a JSON Schema, leaving out an optional part
 is one: a key, a list item, a map entry), as is a JSON Schema's value no fallback mends; where
 no single change will do, a JSON Schema's failing optional part is left out and the record
@@ -131,11 +132,11 @@ def finish(d: Decoded) -> Any:
                                "grammar holds only loosely: simplify it")
                 error = ExtractionError(e.path, f"{e.reason}, and no other value the model rated likely passes; "
                                                 f"{advice}")
-            if i is not None and canvas.model is not None:
-                raise error
-            try:   # a check across fields, or a JSON Schema's value: any single change (an optional part left out)
-                return _repair_record(d, error)
+            try:   # a check across fields, one that reads a sibling (info.data), or a JSON Schema's value:
+                return _repair_record(d, error)   # any single change (an optional part left out)
             except ExtractionError:
+                if i is not None and canvas.model is not None:
+                    raise error from None
                 part = _failing_part(canvas, d.ids, e.path) if canvas.model is None else None
                 if part is None and i is None:   # a check across fields
                     raise ExtractionError(e.path, f"{e.reason}, and no single change the model rated likely "

@@ -3,10 +3,11 @@ its size, extracts a notice it never saw, and its card is what its files say."""
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Annotated, Literal, Union
 
 import pytest
 import torch
-from pydantic import field_validator
+from pydantic import BaseModel, Field, field_validator
 
 import clover_struct
 from clover_struct import extract, extract_many
@@ -130,6 +131,46 @@ def test_a_height_copied_as_the_radius_is_mended_to_the_distance(model, text, ra
     field (inside the circle variant) takes the model's next copy: the zone keeps its circle."""
     got = extract(text, NoFlyZone, model=model)
     assert (got.area.radius, got.radius_m) == (radius, metres)
+
+
+FIRST_UNIT: list = []   # the unit clover-mini writes first, which the check below then refuses
+
+
+class UnitCircle(BaseModel):
+    kind: Literal["circle"] = "circle"
+    unit: Literal["m", "km", "ft"]
+    radius: int = Field(ge=0, le=10000)
+
+    @field_validator("radius")
+    @classmethod
+    def _not_the_first_unit(cls, v, info):
+        if FIRST_UNIT and info.data.get("unit") == FIRST_UNIT[0]:
+            raise ValueError("the radius is not in that unit")
+        return v
+
+
+class UnitSquare(BaseModel):
+    kind: Literal["square"] = "square"
+    side: int = Field(ge=0, le=10000)
+
+
+class Site(BaseModel):
+    area: Annotated[Union[UnitCircle, UnitSquare], Field(discriminator="kind")]
+
+
+def test_a_variant_field_whose_check_reads_a_sibling_is_mended_through_the_sibling(model):
+    """No radius passes a check that refuses its unit: the single change the model finds least
+    unlikely is another unit, and the circle stays (not the square, decoded again without it)."""
+    text = "No drones within a circle of radius 40 m around the stadium."
+    FIRST_UNIT.clear()
+    first = extract(text, Site, model=model).area
+    assert isinstance(first, UnitCircle)
+    FIRST_UNIT.append(first.unit)
+    try:
+        got = extract(text, Site, model=model)
+    finally:
+        FIRST_UNIT.clear()
+    assert isinstance(got.area, UnitCircle) and got.area.unit != first.unit, got
 
 
 class NoThinZone(NoFlyZone):

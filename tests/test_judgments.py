@@ -3,7 +3,7 @@
 from typing import ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, field_validator, model_validator
 
 from clover_struct import ExtractionError, SchemaError, UsageError
 from clover_struct.linked import decide, exactly_one, excludes, implies, predicate
@@ -100,3 +100,37 @@ def test_a_model_without_prefill_step_answers_the_same_in_two_passes(toy_tokeniz
     fused, one = decide("x", DispatchJudgments, model=model, trace=True)
     apart, two = decide("x", DispatchJudgments, model=without_prefill_step(model), trace=True)
     assert fused == apart and (one.forward_passes, two.forward_passes) == (1, 2)
+
+
+class Diversion(BaseModel):
+    """Divert only where the text says so; a validator reads the text as extract's do."""
+    urgent: bool
+    divert: bool
+
+    @field_validator("divert")
+    @classmethod
+    def _stated(cls, v, info):
+        if v and "divert" not in info.context["text"]:
+            raise ValueError("the text asks for no diversion")
+        return v
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_decide_gives_the_validators_the_text(toy_tokenizer, seed):
+    model = tiny_model(toy_tokenizer, seed=seed, std=1.0)
+    assert not decide("smoke in the cabin", Diversion, model=model).divert
+    assert isinstance(decide("smoke in the cabin, divert now", Diversion, model=model), Diversion)
+
+
+class Fragile(BaseModel):
+    urgent: bool
+
+    @field_validator("urgent")
+    @classmethod
+    def _broken(cls, v):
+        raise KeyError("a bug in the validator")
+
+
+def test_a_validator_raising_in_decide_is_an_extraction_error(toy_tokenizer):
+    with pytest.raises(ExtractionError, match="Fragile's validation raised KeyError"):
+        decide("x", Fragile, model=tiny_model(toy_tokenizer, std=1.0))

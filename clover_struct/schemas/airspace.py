@@ -118,10 +118,11 @@ NOTAM_ID = r"^[A-Za-z]?\d{1,4}/\d{2,4}$"
 # What the text around a copied piece says of it, where extract gives the validators the text
 # (info.context["text"]): a height ('60 m above ground', 'Maximum altitude: 400 feet') is no
 # radius, and the year of a date ('21 September 2028', '2028年') is no clock time.
-_HEIGHT = (re.compile(rf"({_words('altitude', 'height', 'HGT', 'ceiling', 'elevation')}|真高|海拔|高度|限高)"
-                      rf"(\s+{_words('limit', 'of')})?\s*[:：]?\s*\Z"),
+_HEIGHT = (re.compile(rf"(({_words('altitude', 'height', 'HGT', 'ceiling', 'elevation')}|真高|海拔|高度|限高)"
+                      rf"(\s+{_words('limit', 'of', 'is', 'at', 'up to', 'not exceeding', 'maximum', 'max')})*"
+                      rf"\s*[:：]?\s*(不超过|不高于|低于)?|(?<![A-Za-z]){_words('below')}\s*)\Z"),
            re.compile(rf"\s*({_REF}(?![A-Za-z])|及?以下)"))
-_YEAR = (re.compile(rf"{_MONTH}\.?,?\s*\Z|\b[0-3]?\d[./-][01]?\d[./-]\s*\Z"),
+_YEAR = (re.compile(rf"{_MONTH}\.?(\s+{_DAY})?,?\s*\Z|\b[0-3]?\d[./-][01]?\d[./-]\s*\Z"),
          re.compile(r"年|[./-][01]?\d[./-][0-3]?\d"))
 
 

@@ -237,6 +237,10 @@ def _with_text(text, **kw):
     ("400 feet", "Area: 2 km around -37.7906, 144.9117. Maximum altitude: 400 feet."),
     ("350FT", "LIT CRANE AT PSN 524540N 0023002W HGT 350FT AMSL"),
     ("120米", "以北纬30.5度、东经104.06度为中心，真高120米以下"),
+    ("120米", "半径2公里范围内，飞行高度不超过120米"),
+    ("120 m", "within 2 km of the stadium, altitude up to 120 m"),
+    ("60 m", "within 2 km, at a height of up to 60 m"),
+    ("400 ft", "within 2 km of the pier and below 400 ft"),
 ])
 def test_a_height_in_the_text_is_no_radius(radius, text):
     """Given the text (extract gives it), a radius that the text states only as a height fails,
@@ -261,6 +265,8 @@ def test_a_radius_the_text_states_as_a_distance_passes(radius, text):
     ("21 September 2028 09:00", "2028", "between 21 September 2028 09:00 and 21 September 2028 17:00 UTC",
      "valid_to_raw"),
     ("2028", "2028年4月15日14时", "自2028年4月15日6时起至2028年4月15日14时止", "valid_from_raw"),
+    ("1200 UTC December 5, 2030", "2030", "Closed from 1200 UTC December 5, 2030 until further notice.",
+     "valid_to_raw"),
 ])
 def test_the_year_of_a_date_is_no_time(start, end, text, bad):
     with pytest.raises(ValidationError, match="is the year of a date where the text states it") as e:
