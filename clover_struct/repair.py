@@ -33,14 +33,20 @@ from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
 _TAG = re.compile(r"<([^<>]*)>")   # a union variant's tag in a slot's path
+
+
+def _as_pydantic(path: str) -> str:
+    """A slot's path as pydantic names the place in an error: a variant's tag a key (`area<circle>.radius`
+    -> `area.circle.radius`), an integer tag an index (`x<1>.r` -> `x[1].r`)."""
+    return _TAG.sub(lambda m: f"[{m[1]}]" if re.fullmatch(r"-?\d+", m[1]) else f".{m[1]}", path)
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
 
 
 def _slot_of(canvas, path: str) -> int | None:
     """The slot of a field path (a union variant's as the slot names it, `area<circle>.radius`,
-    or as pydantic does, `area.circle.radius`); inside a one-slot union, the union's slot."""
+    or as pydantic does, `area.circle.radius`: _as_pydantic); inside a one-slot union, the union's slot."""
     return next((i for i, s in enumerate(canvas.slots)
-                 if path in (s.path, _TAG.sub(r".\1", s.path)) or s.union and path.startswith(s.path + ".")), None)
+                 if path in (s.path, _as_pydantic(s.path)) or s.union and path.startswith(s.path + ".")), None)
 
 
 def _nearest(slot, value):
@@ -170,9 +176,9 @@ def failed_variants(d: Decoded, decoded: list[int], outcome) -> dict[int, tuple[
 
 def _within(path: str, variant: str) -> bool:
     """Whether an error's path lies in a variant's part of the record (`area<circle>`): as a
-    slot names it (`area<circle>.radius`), as pydantic does, the tag a key (`area.circle.radius`),
-    or as a JSON Schema's data path, without it (`area.radius`)."""
-    forms = {variant, _TAG.sub(r".\1", variant), _TAG.sub("", variant)}
+    slot names it (`area<circle>.radius`), as pydantic does (`area.circle.radius`, `x[1].r`), or
+    as a JSON Schema's data path, without it (`area.radius`)."""
+    forms = {variant, _as_pydantic(variant), _TAG.sub("", variant)}
     return any(path == f or path.startswith((f + ".", f + "[")) for f in forms)
 
 

@@ -373,6 +373,53 @@ def test_a_validator_reads_the_text(models):
     assert isinstance(r, _Unstated) and str(r.n) not in text, r
 
 
+class _Ring(BaseModel):
+    k: Literal[1] = 1
+    r: int = Field(ge=0, le=99)
+
+
+class _Box(BaseModel):
+    k: Literal[2] = 2
+    s: int = Field(ge=0, le=99)
+
+
+class _Plot(BaseModel):
+    area: Annotated[Union[_Ring, _Box], Field(discriminator="k")]
+
+
+class _Dot(BaseModel):
+    kind: Literal["dot"] = "dot"
+    r: int = Field(ge=0, le=99)
+
+
+class _Bar(BaseModel):
+    kind: Literal["bar"] = "bar"
+    s: int = Field(ge=0, le=99)
+
+
+class _Spot(BaseModel):
+    at: Optional[Annotated[Union[_Dot, _Bar], Field(discriminator="kind")]] = None
+
+
+# pydantic names a place inside a union variant by its tag, a key (`area.circle.radius`) or, an
+# integer tag, an index (`area[2].s`); repair finds the slot (`area<2>.s`) so the field is
+# mended on its own, not the variant given up.
+@pytest.mark.parametrize("schema, data, slot", [
+    (_Plot, {"area": {"k": 2, "s": "x"}}, "area<2>.s"),
+    (_Spot, {"at": {"kind": "dot", "r": "x"}}, "at<dot>.r"),
+])
+def test_a_variant_field_is_found_under_pydantic_s_name_for_it(models, schema, data, slot):
+    from pydantic import ValidationError
+
+    from clover_struct.repair import _slot_of
+    from clover_struct.validation import path_of
+
+    _, canvas, _ = prepare(schema, models[0], None)
+    with pytest.raises(ValidationError) as e:
+        schema.model_validate(data)
+    assert canvas.slots[_slot_of(canvas, path_of(e.value.errors()[0]["loc"]))].path == slot
+
+
 class _Unheard(BaseModel):
     word: Optional[str] = Field(None, max_length=6)
 
