@@ -33,13 +33,13 @@ from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
 _TAG = re.compile(r"<([^<>]*)>")   # a union variant's tag in a slot's path
+UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
 
 
 def _as_pydantic(path: str) -> str:
     """A slot's path as pydantic names the place in an error: a variant's tag a key (`area<circle>.radius`
     -> `area.circle.radius`), an integer tag an index (`x<1>.r` -> `x[1].r`)."""
     return _TAG.sub(lambda m: f"[{m[1]}]" if re.fullmatch(r"-?\d+", m[1]) else f".{m[1]}", path)
-UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
 
 
 def _slot_of(canvas, path: str) -> int | None:
