@@ -63,6 +63,7 @@ from typing import Any
 
 from .errors import ExtractionError, SchemaError
 from .patterns import FLOAT_FRACTION_DIGITS
+from .validation import path_of
 
 _OPS = {"ge": operator.ge, "gt": operator.gt, "le": operator.le, "lt": operator.lt,
         "min_length": operator.ge, "max_length": operator.le}
@@ -206,6 +207,8 @@ class Group:
     prev: int | None = None      # item k-1: this item present => prev present
     selector: int | None = None  # variant: the discriminator slot
     tags: tuple[str, ...] = ()   # variant: selector texts that make it present
+    names: tuple[str, ...] = ()  # variant: its tags and $defs names (its model's), by which pydantic
+    #                              names the member in an error's location
 
 
 # The layout tree that parse and fill walk; a leaf is a slot index.
@@ -345,9 +348,28 @@ class Canvas:
         try:
             return model_validated(self.model, data, text)
         except ValidationError as e:
-            err = e.errors()[0]
-            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
-            raise ExtractionError(path, err["msg"]) from None
+            errors = [(self._located(ids, err["loc"]), err["msg"]) for err in e.errors()]
+            path, reason = next(((p, r) for p, r in errors if p is not None),
+                                (path_of(e.errors()[0]["loc"]), errors[0][1]))
+            raise ExtractionError(path, reason) from None
+
+    def _located(self, ids, loc) -> str | None:
+        """A pydantic error's location as the fields' paths are written, or None where it lies in
+        a union member the record does not hold. A union with no discriminator reports each
+        member's errors under the member's model name (`area.Circle.radius`); the member the
+        record holds is named by its tag instead (`area.circle.radius`), as a discriminated one is."""
+        here, parts = "", []
+        for part in loc:
+            g = next((g for g in self.groups if g.kind == "variant" and part in g.names
+                      and g.path.rsplit("<", 1)[0] == here), None)
+            if g is not None:
+                if not self.is_present(ids, g.index):
+                    return None
+                here, part = g.path, g.path.rsplit("<", 1)[1][:-1]
+            else:
+                here += f"[{part}]" if isinstance(part, int) else f".{part}" if here else part
+            parts.append(part)
+        return path_of(parts)
 
     def fill(self, data: Any) -> list[int]:
         """The canvas ids that write `data` (a dict or model instance): the inverse of parse."""

@@ -357,7 +357,9 @@ class Builder:
         first), as a group the selector picks."""
         self.enter(refs, vpath)
         try:
-            g = self.open("variant", vpath, selector=selector, tags=tags)
+            names = {json.loads(t) for t in tags} | {r.rsplit("/", 1)[-1] for r in refs}
+            g = self.open("variant", vpath, selector=selector, tags=tags,
+                          names=tuple(sorted(n for n in names if isinstance(n, str))))
             first = ((key, self.value(v["properties"][key], _join(vpath, key), base=base)),) if own else ()
             obj = self.object(v, vpath, base, key, ", ", "")
             return g, self.close(g, obj._replace(fields=first + obj.fields))

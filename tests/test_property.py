@@ -401,23 +401,26 @@ class _Spot(BaseModel):
     at: Optional[Annotated[Union[_Dot, _Bar], Field(discriminator="kind")]] = None
 
 
+class _Spread(BaseModel):
+    at: Optional[Union[_Dot, _Bar]] = None   # no discriminator: pydantic tries each member
+
+
 # pydantic names a place inside a union variant by its tag, a key (`area.circle.radius`) or, an
-# integer tag, an index (`area[2].s`); repair finds the slot (`area<2>.s`) so the field is
-# mended on its own, not the variant given up.
+# integer tag, an index (`area[2].s`), and inside a union with no discriminator by the member's
+# model (`at._Bar.s`), reporting every member's errors; repair finds the slot (`area<2>.s`) of
+# the member the record holds, so the field is mended on its own, not the variant given up.
 @pytest.mark.parametrize("schema, data, slot", [
-    (_Plot, {"area": {"k": 2, "s": "x"}}, "area<2>.s"),
-    (_Spot, {"at": {"kind": "dot", "r": "x"}}, "at<dot>.r"),
+    (_Plot, {"area": {"k": 2, "s": -1}}, "area<2>.s"),
+    (_Spot, {"at": {"kind": "dot", "r": -1}}, "at<dot>.r"),
+    (_Spread, {"at": {"kind": "bar", "s": -1}}, "at<bar>.s"),
 ])
 def test_a_variant_field_is_found_under_pydantic_s_name_for_it(models, schema, data, slot):
-    from pydantic import ValidationError
-
     from clover_struct.repair import _slot_of
-    from clover_struct.validation import path_of
 
     _, canvas, _ = prepare(schema, models[0], None)
-    with pytest.raises(ValidationError) as e:
-        schema.model_validate(data)
-    assert canvas.slots[_slot_of(canvas, path_of(e.value.errors()[0]["loc"]))].path == slot
+    with pytest.raises(ExtractionError) as e:
+        canvas.validate(canvas.fill(data))
+    assert canvas.slots[_slot_of(canvas, e.value.path)].path == slot, e.value
 
 
 class _Unheard(BaseModel):
