@@ -61,6 +61,7 @@ class Decoded:
     top: dict[int, tuple[list[float], list[int]]] = field(default_factory=dict)
     states: list = field(default_factory=list)   # per slot: its automaton's state at the end
     text: str | None = None      # the text the prompt holds: a pydantic validator reads it as info.context["text"]
+    known: frozenset = frozenset()   # the slots the caller gave values (`known`): repair keeps them as given
 
 
 NOISES = ("mask", "uniform")
@@ -260,7 +261,8 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
                 _commit(rows[n], lp, block_start, block_end, step, schedule, threshold, temperature, generator)
             if on_step is not None:
                 on_step(step, 1 + max(extra.values(), default=0), rows)
-    return [Decoded(r.canvas, r.automata, r.ids, r.trace, r.top, r.state) for r in rows]
+    return [Decoded(r.canvas, r.automata, r.ids, r.trace, r.top, r.state, known=frozenset(fixed))
+            for r, fixed in zip(rows, known or [{}] * len(rows))]
 
 
 @torch.no_grad()

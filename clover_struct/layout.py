@@ -348,28 +348,44 @@ class Canvas:
         try:
             return model_validated(self.model, data, text)
         except ValidationError as e:
-            errors = [(self._located(ids, err["loc"]), err["msg"]) for err in e.errors()]
-            path, reason = next(((p, r) for p, r in errors if p is not None),
-                                (path_of(e.errors()[0]["loc"]), errors[0][1]))
+            errors = e.errors()
+            locs = [tuple(err["loc"]) for err in errors]
+            located = ((path, err["msg"]) for loc, err in zip(locs, errors)
+                       if (path := self._located(ids, loc, locs)) is not None)
+            path, reason = next(located, (path_of(locs[0]), errors[0]["msg"]))
             raise ExtractionError(path, reason) from None
 
-    def _located(self, ids, loc) -> str | None:
-        """A pydantic error's location as the fields' paths are written, or None where it lies in
-        a union member the record does not hold. A union with no discriminator reports each
-        member's errors under the member's model name (`area.Circle.radius`); the member the
-        record holds is named by its tag instead (`area.circle.radius`), as a discriminated one is."""
-        here, parts = "", []
-        for part in loc:
-            g = next((g for g in self.groups if g.kind == "variant" and part in g.names
-                      and g.path.rsplit("<", 1)[0] == here), None)
-            if g is not None:
-                if not self.is_present(ids, g.index):
+    def _located(self, ids, loc: tuple, locs: list[tuple]) -> str | None:
+        """Where pydantic's error location `loc` lies, as the slots' paths are written
+        (`zones{0}<circle>.radius` for `zones.north.circle.radius`), or None where it lies in a
+        union member the record does not hold. Inside a union pydantic names the member, a
+        discriminated union's by its tag and another's by its model (`area.Circle.radius`),
+        and reports every member's errors (`locs`: all the errors' locations). A name no member
+        goes by (a callable discriminator's Tag) is the held member's, unless some error names that one."""
+        node, path = self.tree, ""
+        for k, part in enumerate(loc):
+            while isinstance(node, (KeyNode, OptionalNode)):
+                node = node.node
+            if isinstance(node, UnionNode):
+                held = next((g for g, _ in node.variants if self.is_present(ids, g)), None)
+                if held is None:
+                    break
+                named = next((g for g, _ in node.variants if part in self.groups[g].names), None)
+                held_named = any(len(o) > k and o[:k] == loc[:k] and o[k] in self.groups[held].names for o in locs)
+                if named not in (held, None) or named is None and held_named:
                     return None
-                here, part = g.path, g.path.rsplit("<", 1)[1][:-1]
+                node, path = dict(node.variants)[held], self.groups[held].path
+            elif isinstance(node, ObjectNode) and part in dict(node.fields):
+                node, path = dict(node.fields)[part], f"{path}.{part}".lstrip(".")
+            elif isinstance(node, ObjectNode) and node.extra and (entry := next(
+                    ((g, n) for g, key, n in node.extra.entries if (self.groups[g].required or self.is_present(ids, g))
+                     and self.slots[key].value(self.slot_text(ids, key)) == part), None)):
+                node, path = entry[1], self.groups[entry[0]].path
+            elif isinstance(node, ListNode) and isinstance(part, int) and part < len(node.items):
+                node, path = node.items[part][1], self.groups[node.items[part][0]].path
             else:
-                here += f"[{part}]" if isinstance(part, int) else f".{part}" if here else part
-            parts.append(part)
-        return path_of(parts)
+                break   # inside one slot's whole value, or a place the layout has no part for
+        return path
 
     def fill(self, data: Any) -> list[int]:
         """The canvas ids that write `data` (a dict or model instance): the inverse of parse."""

@@ -32,21 +32,14 @@ from .errors import ExtractionError, SchemaError
 from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
-_TAG = re.compile(r"<([^<>]*)>")   # a union variant's tag in a slot's path
+_TAG = re.compile(r"<[^<>]*>")   # a union variant's tag in a slot's path
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
 
 
-def _as_pydantic(path: str) -> str:
-    """A slot's path as pydantic names the place in an error: a variant's tag a key (`area<circle>.radius`
-    -> `area.circle.radius`), an integer tag an index (`x<1>.r` -> `x[1].r`)."""
-    return _TAG.sub(lambda m: f"[{m[1]}]" if re.fullmatch(r"-?\d+", m[1]) else f".{m[1]}", path)
-
-
 def _slot_of(canvas, path: str) -> int | None:
-    """The slot of a field path (a union variant's as the slot names it, `area<circle>.radius`,
-    or as pydantic does, `area.circle.radius`: _as_pydantic); inside a one-slot union, the union's slot."""
+    """The slot of a field path (`area<circle>.radius`); inside a one-slot union, the union's slot."""
     return next((i for i, s in enumerate(canvas.slots)
-                 if path in (s.path, _as_pydantic(s.path)) or s.union and path.startswith(s.path + ".")), None)
+                 if path == s.path or s.union and path.startswith(s.path + ".")), None)
 
 
 def _nearest(slot, value):
@@ -113,19 +106,23 @@ def finish(d: Decoded) -> Any:
         except ExtractionError as e:
             i = _slot_of(canvas, e.path)
             keyword = getattr(e, "keyword", None)
-            if keyword == "uniqueItems" and (ids := _without_repeats(d, e.path)) \
-                    or keyword == "maxContains" and (ids := _fewer_matching(d, e.path, e.rule)):
+            if keyword == "uniqueItems" and (ids := _kept(d, _without_repeats(d, e.path))) \
+                    or keyword == "maxContains" and (ids := _kept(d, _fewer_matching(d, e.path, e.rule))):
                 d.ids = ids   # a list's repeated or extra matching optional items: dropped, then check again
                 continue
-            if keyword in ("maxLength", "maxItems") and (ids := _shortened(d, e.where, e.rule)):
+            if keyword in ("maxLength", "maxItems") and (ids := _kept(d, _shortened(d, e.where, e.rule))):
                 d.ids = ids   # a too long string or list inside a whole value: cut, as a number is clamped
                 continue
             entry = canvas.slots[i].group if i is not None and canvas.slots[i].path.endswith(":key") else None
-            if entry is not None and not canvas.groups[entry].required:
-                d.ids = _emptied(canvas, d.ids, entry)   # an optional map entry whose key fails (repeats): dropped
+            if entry is not None and not canvas.groups[entry].required \
+                    and (ids := _kept(d, _emptied(canvas, d.ids, entry))):
+                d.ids = ids   # an optional map entry whose key fails (repeats): dropped
                 continue
             error = e
-            if i is not None and i not in tried and canvas.slots[i].kind != "choice":
+            if i in d.known:
+                error = ExtractionError(e.path, f"{e.reason}; it is the value given in known=, which the record "
+                                                "keeps: give one the schema accepts")
+            elif i is not None and i not in tried and canvas.slots[i].kind != "choice":
                 tried.add(i)
                 narrow = _narrowed(d, i, e.rule) if keyword == "pattern" else None
                 if (trial := _mended(narrow or d, i)) is not None:
@@ -148,9 +145,9 @@ def finish(d: Decoded) -> Any:
                     raise ExtractionError(e.path, f"{e.reason}, and no single change the model rated likely "
                                                   "passes; the text may not state what it checks: make the fields "
                                                   "it reads optional, or relax the check") from None
-                if part is None:
-                    raise
-                d.ids = _emptied(canvas, d.ids, part)   # more than one part fails: this one left out, then check again
+                if part is None or not (ids := _kept(d, _emptied(canvas, d.ids, part))):
+                    raise error from None
+                d.ids = ids   # more than one part fails: this one left out, then check again
     raise ExtractionError("", "could not produce a valid record")
 
 
@@ -176,9 +173,8 @@ def failed_variants(d: Decoded, decoded: list[int], outcome) -> dict[int, tuple[
 
 def _within(path: str, variant: str) -> bool:
     """Whether an error's path lies in a variant's part of the record (`area<circle>`): as a
-    slot names it (`area<circle>.radius`), as pydantic does (`area.circle.radius`, `x[1].r`), or
-    as a JSON Schema's data path, without it (`area.radius`)."""
-    forms = {variant, _as_pydantic(variant), _TAG.sub("", variant)}
+    slot names it (`area<circle>.radius`), or as a JSON Schema's data path, without it (`area.radius`)."""
+    forms = {variant, _TAG.sub("", variant)}
     return any(path == f or path.startswith((f + ".", f + "[")) for f in forms)
 
 
@@ -300,6 +296,12 @@ def _narrowed(d: Decoded, i, pattern) -> Decoded | None:
     return replace(d, automata=[*d.automata[:i], auto, *d.automata[i + 1:]])
 
 
+def _kept(d: Decoded, ids: list[int] | None) -> list[int] | None:
+    """`ids` where they leave the known slots (the values the caller gave) as they are, else None."""
+    slots = [d.canvas.slots[i] for i in d.known]
+    return ids if ids is not None and all(ids[s.start:s.end] == d.ids[s.start:s.end] for s in slots) else None
+
+
 def _emptied(canvas, ids, group) -> list[int]:
     """`ids` with every slot of `group` empty (the group absent)."""
     ids = list(ids)
@@ -370,7 +372,7 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
     object); a written slot's value made of tokens the model ranked there."""
     canvas, best = d.canvas, None
     for g in canvas.groups if canvas.model is None else ():   # (a pydantic model's repair is as it was)
-        if g.kind == "variant" or g.required or not canvas.is_present(d.ids, g.index):
+        if g.kind == "variant" or g.required or not canvas.is_present(d.ids, g.index) or d.known & set(g.slots):
             continue
         trial = _emptied(canvas, d.ids, g.index)
         change = sum(cost(d, i, trial[canvas.slots[i].start:canvas.slots[i].end])
@@ -381,7 +383,7 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
             except ExtractionError:
                 pass
     for i, s in enumerate(canvas.slots):
-        if canvas.is_empty(d.ids, i):
+        if canvas.is_empty(d.ids, i) or i in d.known:
             continue
         own = cost(d, i, d.ids[s.start:s.end])
         for alt_cost, alt in alternatives(d, i, limit=per_slot, pops=pops, ranked_only=True):

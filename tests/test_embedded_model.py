@@ -10,7 +10,7 @@ import torch
 from pydantic import BaseModel, Field, field_validator
 
 import clover_struct
-from clover_struct import extract, extract_many
+from clover_struct import ExtractionError, extract, extract_many
 from clover_struct.schemas import NoFlyZone, Notam
 
 SHIPPED = Path(clover_struct.__file__).parent / "models" / "clover-mini"
@@ -171,6 +171,68 @@ def test_a_variant_field_whose_check_reads_a_sibling_is_mended_through_the_sibli
     finally:
         FIRST_UNIT.clear()
     assert isinstance(got.area, UnitCircle) and got.area.unit != first.unit, got
+
+
+class CodedCircle(BaseModel):
+    code: Literal[1] = 1
+    radius_nm: int = Field(ge=0, le=99)
+
+    @field_validator("radius_nm")
+    @classmethod
+    def _seven(cls, v):
+        if v != 7:
+            raise ValueError("the radius is 7")
+        return v
+
+
+class CodedBox(BaseModel):
+    code: Literal[2] = 2
+    side_nm: int = Field(ge=0, le=99)
+
+
+class Coded(BaseModel):
+    area: Union[CodedCircle, CodedBox]   # no discriminator: pydantic names the members by their models
+
+
+def test_a_field_inside_a_union_with_no_discriminator_is_mended_on_its_own(model):
+    """The radius copied (5) fails its check: mended on its own, the field takes the next value
+    the model ranks that passes (the error had named no field, and no single change passed)."""
+    got = extract("Area code 1: a circle of radius 5 NM.", Coded, model=model, known={"area.code": 1})
+    assert got.area == CodedCircle(radius_nm=7), got
+
+
+class Card(BaseModel):
+    method: Literal["card"] = "card"
+    holder: str
+
+    @field_validator("holder")
+    @classmethod
+    def _acme(cls, v):
+        if v != "Acme Ltd":
+            raise ValueError("the holder is Acme Ltd")
+        return v
+
+
+class Transfer(BaseModel):
+    method: Literal["transfer"] = "transfer"
+    iban: str
+
+
+class Paid(BaseModel):
+    payment: Union[Card, Transfer]
+
+
+def test_repair_keeps_the_values_given_as_known(model):
+    """No holder the text names passes the card's check: the card stays, as given, and the
+    error names the holder (repair had swapped in a transfer)."""
+    with pytest.raises(ExtractionError) as e:
+        extract("Invoice INV-204, paid by card ending 4242 (holder J. Smith).", Paid, model=model,
+                known={"payment.method": "card"})
+    assert e.value.path == "payment<card>.holder", e.value
+    with pytest.raises(ExtractionError, match="given in known=") as e:
+        extract("Paid by card (holder J. Smith).", Paid, model=model,
+                known={"payment.method": "card", "payment<card>.holder": "J. Smith"})
+    assert e.value.path == "payment<card>.holder", e.value
 
 
 class NoThinZone(NoFlyZone):
