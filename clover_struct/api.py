@@ -43,6 +43,7 @@ import torch
 from .constraints import compile_canvas
 from .decoder import SCHEDULES, Trace, decode
 from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
+from .patterns import FLOAT_FRACTION_DIGITS
 from .repair import failed_variants, finish
 from .schema_walk import build_canvas
 from .verbatim import for_text, spans, unwrapped
@@ -301,13 +302,19 @@ def slot_of_path(canvas, path: str, what: str = "known") -> int:
 
 
 def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:
+    """The token ids of each known field's value, by slot, with the tag of each union member a
+    known field lies in (the member is then chosen, never barred); UsageError for a value the
+    field cannot hold as given, a member another known tag excludes, or a list item whose
+    earlier items are not known (a list's items are written in order)."""
     if not known:
         return {}
-    out = {}
+    out, slots = {}, {}
     for path, value in known.items():
-        i = slot_of_path(canvas, path)
+        i = slots[path] = slot_of_path(canvas, path)
+        s = canvas.slots[i]
         try:
-            ids = canvas.tokenizer.encode(canvas.slots[i].render(value))
+            text = s.render(value)
+            ids = canvas.tokenizer.encode(text)
         except ValueError as e:
             raise UsageError(f"known: {e}") from None
         except Exception as e:   # a value of a type the field's JSON cannot hold
@@ -316,7 +323,24 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
         if not automata[i].accepts(ids):
             raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
                              "constraint allows (clover-struct schema SPEC prints them)")
+        if isinstance(value, float) and s.value(text) != value:
+            raise UsageError(f"known: field `{path}` writes {value!r} as {text} (numbers keep "
+                             f"at most {FLOAT_FRACTION_DIGITS} decimals); give the value as it is written")
         out[i] = ids
+    for path, i in slots.items():
+        for g in canvas.groups:
+            if i not in g.slots:
+                continue
+            if g.kind == "variant":
+                tags = [canvas.tokenizer.encode(t) for t in g.tags]
+                if out.setdefault(g.selector, tags[0]) not in tags:
+                    raise UsageError(f"known: `{path}` lies in the member `{g.path}`, which the known "
+                                     f"`{canvas.slots[g.selector].path}` does not choose; give one or the other")
+            elif g.kind == "item" and g.prev is not None and not canvas.groups[g.prev].required \
+                    and not out.keys() & set(canvas.groups[g.prev].slots):
+                raise UsageError(f"known: `{path}` needs the list item before its own, `{canvas.groups[g.prev].path}`, "
+                                 "known too (a list's items are written in order): give the items before it, or "
+                                 "give it at the lowest free index")
     return out
 
 

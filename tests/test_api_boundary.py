@@ -3,7 +3,7 @@ while decoding one record is that record's ExtractionError and never its neighbo
 from several threads on one model give what sequential calls give."""
 
 import threading
-from typing import Literal
+from typing import Literal, Union
 
 import pytest
 from pydantic import BaseModel, Field
@@ -19,6 +19,21 @@ from tiny_models import tiny_model
 class Zone(BaseModel):
     name: str = Field(max_length=6)
     kind: Literal["circle", "polygon"]
+
+
+class Round(BaseModel):
+    kind: Literal["round"]
+    radius: float
+
+
+class Box(BaseModel):
+    kind: Literal["box"]
+    side: float
+
+
+class Plot(BaseModel):
+    area: Union[Round, Box]
+    tags: list[str] = Field(default_factory=list, max_length=3)
 
 
 class Triage(BaseModel):
@@ -63,6 +78,12 @@ MISTAKES = [   # (call, error class, what the message must say)
     (lambda m: extract("x", Zone, model=m, known=["name"]), UsageError, "known= takes a dict"),
     (lambda m: extract("x", Zone, model=m, known={"nmae": "a"}), UsageError, "no field `nmae`; did you mean `name`"),
     (lambda m: extract("x", Zone, model=m, known={"kind": object()}), UsageError, "`kind`"),
+    (lambda m: extract("x", Plot, model=m, known={"area.kind": "box", "area<round>.radius": 2.0}), UsageError,
+     r"`area<round>.radius` lies in the member `area<round>`, which the known `area.kind` does not choose"),
+    (lambda m: extract("x", Plot, model=m, known={"tags[1]": "b"}), UsageError,
+     r"`tags\[1\]` needs the list item before its own, `tags\[0\]`, known too"),
+    (lambda m: extract("x", Plot, model=m, known={"area<round>.radius": 2.1234567}), UsageError,
+     "writes 2.1234567 as 2.123457"),
     (lambda m: extract_many(["x", "y"], Zone, model=m, known=[{}]), UsageError, r"one dict \(or None\) per text"),
     (lambda m: extract_many(["x", "y"], Zone, model=m, known={"kind": "circle"}), UsageError, r"\[known\] \* len"),
     (lambda m: extract(None, Zone, model=m), ExtractionError, "of type NoneType, not str"),
@@ -98,7 +119,7 @@ def test_known_takes_the_paths_users_write_and_a_wrong_one_lists_the_close_match
     value = extract_many(["No drones within 800 M of 3112N12128E"], NoFlyZone, model=model, known=[known])[0]
     canvas = api.prepare(NoFlyZone, model)[1]
     paths = {canvas.slots[i].path: canvas.tokenizer.decode(ids).strip('"') for i, ids in seen[0][0].items()}
-    assert paths == {"area<circle>.radius": "800 M", "area<circle>.center.lat": "3112N"}
+    assert paths == {"area<circle>.radius": "800 M", "area<circle>.center.lat": "3112N", "area.kind": "circle"}
     if not isinstance(value, ExtractionError):
         assert (value.area.radius, value.area.center.lat) == ("800 M", "3112N")
     with pytest.raises(UsageError) as e:

@@ -223,12 +223,15 @@ class Paid(BaseModel):
 
 
 def test_repair_keeps_the_values_given_as_known(model):
-    """No holder the text names passes the card's check: the card stays, as given, and the
-    error names the holder (repair had swapped in a transfer)."""
+    """Known values stay as given: no holder the text names passes the card's check, and the
+    error names the holder (repair had swapped in a transfer); a known field of a member
+    chooses that member; a known value its check refuses is an error that says so."""
     with pytest.raises(ExtractionError) as e:
         extract("Invoice INV-204, paid by card ending 4242 (holder J. Smith).", Paid, model=model,
                 known={"payment.method": "card"})
     assert e.value.path == "payment<card>.holder", e.value
+    got = extract("circle of radius 5 km", Site, model=model, known={"area<square>.side": 2})
+    assert got.area == UnitSquare(side=2), got   # a member's known field chooses the member
     with pytest.raises(ExtractionError, match="given in known=") as e:
         extract("Paid by card (holder J. Smith).", Paid, model=model,
                 known={"payment.method": "card", "payment<card>.holder": "J. Smith"})
