@@ -261,9 +261,11 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
     if len(ids) <= room:
         return ids, text
     if not truncate:
-        raise ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
-                                  f"{room} beside the canvas; shorten it, or pass truncate=True (--truncate on the "
-                                  "command line) to read its start")
+        error = ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
+                                    f"{room} beside the canvas; shorten it, or pass truncate=True (--truncate on the "
+                                    "command line) to read its start")
+        error.over = len(ids) - room   # tokens past the context
+        raise error
     keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
     while True:     # the prompt around the kept text may take more tokens than the text alone
         kept = tok.decode(tok.encode(text)[:keep])

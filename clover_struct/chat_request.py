@@ -49,7 +49,9 @@ def user_text(messages) -> str:
             if any(not isinstance(p, dict) or p.get("type") != "text" for p in content):
                 raise ApiError(400, f"messages[{k}]: only text parts can be read; send the text itself",
                                param="messages")
-            content = "\n".join(str(p.get("text", "")) for p in content)
+            if any(not isinstance(p.get("text"), str) for p in content):
+                raise ApiError(400, f"messages[{k}]: a text part's `text` must be a string", param="messages")
+            content = "\n".join(p["text"] for p in content)
         if not isinstance(content, str):
             raise ApiError(400, f"messages[{k}].content must be a string or a list of text parts", param="messages")
         texts.append(content)
@@ -93,12 +95,12 @@ def parse_request(body, served: str) -> Request:
     if body.get("model") not in (None, served):
         raise ApiError(404, f"model {body['model']!r} is not served here; this server serves {served!r}",
                        param="model", code="model_not_found")
-    if body.get("n", 1) != 1:
-        raise ApiError(400, "n must be 1: one record per request", param="n")
-    temperature, seed = body.get("temperature") or 0.0, body.get("seed")
-    limit = body.get("max_completion_tokens", body.get("max_tokens"))
     def whole(x):
         return isinstance(x, int) and not isinstance(x, bool)
+    if body.get("n") is not None and not (whole(body["n"]) and body["n"] == 1):
+        raise ApiError(400, "n must be 1: one record per request", param="n")
+    temperature, seed = body.get("temperature") or 0.0, body.get("seed")
+    limit = body["max_completion_tokens"] if body.get("max_completion_tokens") is not None else body.get("max_tokens")
     if not (whole(temperature) or isinstance(temperature, float)) or not 0 <= temperature < float("inf"):
         raise ApiError(400, f"temperature must be 0 (greedy, the default) or more, got {temperature!r}",
                        param="temperature")

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import hmac
 import json
-import re
+import math
 import socket
 import threading
 import time
@@ -39,7 +39,8 @@ from starlette.routing import Route
 
 from . import api
 from .chat_request import ApiError, Request, parse_request
-from .errors import ExtractionError, SchemaError, UsageError
+from .errors import ExtractionError, InternalError, SchemaError, UsageError
+from .layout import KeyNode, ListNode, ObjectNode, OptionalNode
 
 LAYOUTS = 64   # schemas whose canvas and automata are kept
 
@@ -69,32 +70,48 @@ class Job:
                 self.release()
 
 
-PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_UNSET = object()   # a part of the record not settled yet
 
 
-def settled(row) -> dict:
-    """The fields of a decoding row decided so far, nested as in the record: every finished slot
-    whose groups are known present, whose text is a value (the rest is left out)."""
-    canvas, out = row.canvas, {}
-    for i, slot in enumerate(canvas.slots):
-        if not row.done[i] or any(row.present[g] is not True for g in row.groups_of[i]):
-            continue
-        try:
-            value = slot.value(canvas.slot_text(row.ids, i))
-        except ExtractionError:
-            continue
-        keys = [int(n) if n else name for name, n in PATH_PART.findall(re.sub(r"<[^>]*>", "", slot.path))]
-        node = out
-        for key, after in zip(keys, keys[1:] + [None]):
-            child = value if after is None else {} if isinstance(after, str) else []
-            if isinstance(key, int):
-                node.extend([None] * (key + 1 - len(node)))
-                node[key] = child if after is None or node[key] is None else node[key]
-                node = node[key]
-            else:
-                node[key] = child if after is None else node.get(key, child)
-                node = node[key]
-    return out
+def settled(row):
+    """The part of a decoding row's record settled so far, nested as in the record: every
+    finished slot whose groups are decided present, the rest left out (a list holds null for an
+    item not settled before one that is); None while nothing is."""
+    canvas = row.canvas
+
+    def walk(node):
+        if isinstance(node, int):
+            if not row.done[node]:
+                return _UNSET
+            try:
+                return canvas.slots[node].value(canvas.slot_text(row.ids, node))
+            except ExtractionError:
+                return _UNSET
+        if isinstance(node, ObjectNode):
+            fields = [(k, n.node if isinstance(n, KeyNode) else n) for k, n in node.fields
+                      if not isinstance(n, KeyNode) or row.present[n.group]]
+            entries = [(walk(key), n) for g, key, n in (node.extra.entries if node.extra else ()) if row.present[g]]
+            values = [(k, walk(n)) for k, n in fields + entries if k is not _UNSET]
+            return {k: v for k, v in values if v is not _UNSET}
+        if isinstance(node, ListNode):
+            items = [walk(n) for g, n in node.items if row.present[g]]
+            while items and items[-1] is _UNSET:
+                items.pop()
+            return [None if v is _UNSET else v for v in items]
+        if isinstance(node, OptionalNode):
+            return _UNSET if row.present[node.group] is None else walk(node.node) if row.present[node.group] else None
+        tag = walk(node.selector)   # a union: its tag, then the fields of the member it names
+        if tag is _UNSET:
+            return _UNSET
+        written = canvas.slot_text(row.ids, node.selector)
+        member = next((obj for g, obj in node.variants if written in canvas.groups[g].tags), None)
+        if member is None:
+            return tag   # null
+        fields = walk(member)
+        return {node.key: tag, **fields} if node.key else fields
+
+    out = walk(canvas.tree)
+    return None if out is _UNSET else out
 
 
 class Engine:
@@ -167,13 +184,12 @@ class Engine:
                 continue
             try:
                 ids, held = api.fit_prompt(self.model, text, canvas)
-            except ExtractionError as e:
-                over = len(api.prompt_ids(self.model.tokenizer, text, canvas)) + len(canvas) - context \
-                    if text.strip() else 0
+            except ExtractionError as e:   # the messages' text: empty, not Unicode, or past the context
+                over = getattr(e, "over", 0)
                 job.send("done", ApiError(400, f"the prompt and the schema's canvas take {over} tokens more than "
                                                f"the model's context of {context}; shorten the messages",
-                                          param="messages", code="context_length_exceeded") if over > 0 else
-                         extraction_error(e))
+                                          param="messages", code="context_length_exceeded") if over else
+                         ApiError(400, f"messages: {e.reason}", param="messages"))
                 continue
             ready.append((n, ids, {}, held))
             prompts[n] = len(ids)
@@ -182,7 +198,7 @@ class Engine:
         def on_step(passes, rows):
             self.stats["forward_passes"] += passes
             for n in streaming & rows.keys():
-                if (partial := settled(rows[n])) != shown.get(n):
+                if (partial := settled(rows[n])) is not None and partial != shown.get(n):
                     shown[n] = partial
                     jobs[n].send("partial", partial)
 
@@ -196,7 +212,20 @@ class Engine:
                          else (value, trace, prompts[n], len(canvas)))
 
 
+def _not_json(word: str):
+    raise ValueError(word)
+
+
+def _finite(text: str) -> float:
+    if not math.isfinite(value := float(text)):
+        raise ValueError(text)
+    return value
+
+
 def extraction_error(e: ExtractionError) -> ApiError:
+    """422 for a record no valid value was found for; 500 for a failure of clover-struct's own."""
+    if isinstance(e, InternalError):
+        return ApiError(500, str(e), type="server_error")
     return ApiError(422, str(e), type="extraction_error", param=e.path or None, code="extraction_failed",
                     path=e.path, reason=e.reason)
 
@@ -247,9 +276,11 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             if len(body) > max_body:
                 raise too_big
         try:
-            asked = parse_request(json.loads(body), served)
+            asked = parse_request(json.loads(body, parse_constant=_not_json, parse_float=_finite), served)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ApiError(400, f"the body is not valid JSON ({e}); send a chat completion request") from None
+        except ValueError as e:   # NaN, Infinity, or a number past a double's range
+            raise ApiError(400, f"the body holds the number {e}, which is not finite; send finite numbers") from None
         except RecursionError:
             raise ApiError(400, "the body nests lists and objects deeper than a JSON reader goes; flatten the "
                                 "schema") from None

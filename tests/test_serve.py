@@ -5,11 +5,14 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Literal, Optional
 
 import httpx
 import instructor
 import openai
 import pytest
+from pydantic import BaseModel, Field
 
 from clover_struct import extract, load_model
 from clover_struct.schemas.airspace import NoFlyZone
@@ -148,6 +151,20 @@ def test_malformed_requests_get_openai_error_objects(url):
     over = int(error["message"].split(" tokens more than")[0].split()[-1])
     assert over > 0 and "context of 4096" in error["message"]
     assert post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT)}) + " " * (1 << 20))[0] == 413
+    for text in ("Dana \ud800 floor 12", "  "):   # a lone surrogate, no text: the client's, with what to send
+        status, error = post(json.dumps({"messages": user(text), "response_format": fmt(CONTACT)}))
+        assert status == 400 and error["param"] == "messages", error
+    for number in ("NaN", "1e999"):   # no finite number: no record could be written as JSON
+        body = '{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", ' \
+               '"json_schema": {"name": "v", "schema": {"properties": {"v": {"const": %s}}}}}}' % number
+        status, error = post(body)
+        assert status == 400 and "not finite" in error["message"], error
+    parts = [{"role": "user", "content": [{"type": "text", "text": {"a": 1}}]}]
+    assert post(json.dumps({"messages": parts, "response_format": fmt(CONTACT)}))[1]["param"] == "messages"
+    assert post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), "n": True}))[1]["param"] == "n"
+    status, error = post(json.dumps({"messages": user("x"), "response_format": fmt(CONTACT), "max_tokens": 5,
+                                     "max_completion_tokens": None}))
+    assert status == 400 and "more than max_tokens 5" in error["message"]
     assert httpx.get(url + "/v1/nothing").json()["error"]["message"].startswith("GET /v1/nothing")
 
 
@@ -249,18 +266,42 @@ def test_shutdown_answers_the_request_in_flight_first(model):
     sock.close()
 
 
-def test_settled_nests_finished_fields_and_leaves_out_the_rest():
-    class Canvas:
-        slots = [type("S", (), {"path": p, "value": staticmethod(lambda t: t)})() for p in
-                 ("id", "area<circle>.center.lat", "tags[1]", "tags[0]", "late")]
-        slot_text = staticmethod(lambda ids, i: f"v{i}")
+class _Round(BaseModel):
+    kind: Literal["round"] = "round"
+    lat: str
 
-    row = type("Row", (), {"canvas": Canvas, "done": [True, True, True, False, False], "present": [True, True],
-                           "groups_of": [(), (0, 1), (), (), ()], "ids": []})()
-    assert settled(row) == {"id": "v0", "area": {"center": {"lat": "v1"}}, "tags": [None, "v2"]}
+
+class _Settling(BaseModel):
+    id: str
+    area: Optional[_Round] = None
+    tags: list[str] = Field(default_factory=list, max_length=2)
+    late: str = Field(alias="a.b[1]")
+
+
+def test_settled_nests_finished_fields_and_leaves_out_the_rest(model):
+    from clover_struct.api import prepare
+
+    canvas = prepare(_Settling, model)[1]
+    ids = canvas.fill({"id": "v0", "area": {"kind": "round", "lat": "v1"}, "tags": ["v2", "v3"], "a.b[1]": "v4"})
+    slot = {s.path: i for i, s in enumerate(canvas.slots)}
+    done = [True] * len(canvas.slots)
+    done[slot["tags[0]"]] = done[slot["a.b[1]"]] = False
+    row = SimpleNamespace(canvas=canvas, ids=ids, done=done, present=[True] * len(canvas.groups))
+    assert settled(row) == {"id": "v0", "area": {"kind": "round", "lat": "v1"}, "tags": [None, "v3"]}
     for undecided_or_absent in (None, False):
-        row.present = [True, undecided_or_absent]
-        assert settled(row) == {"id": "v0", "tags": [None, "v2"]}
+        row.present = [g.path != "area" or undecided_or_absent for g in canvas.groups]
+        assert settled(row) == {"id": "v0", "tags": [None, "v3"]} | ({"area": None} if undecided_or_absent is False
+                                                                    else {})
+
+
+def test_a_stream_of_an_array_or_of_keys_that_look_like_paths_ends_in_the_record(client):
+    for schema in ({"type": "array", "items": {"type": "integer"}, "minItems": 2},
+                   {"type": "object", "properties": {"[1]": {"type": "integer"}, "a.b": {"type": "string"}},
+                    "required": ["[1]", "a.b"]}):
+        kw = dict(model="clover-mini", messages=user("floors 12 and 14, room B"), response_format=fmt(schema))
+        final = json.loads(client.chat.completions.create(**kw).choices[0].message.content)
+        objects = [json.loads(c.choices[0].delta.content) for c in client.chat.completions.create(stream=True, **kw)]
+        assert objects[-1] == final and all(type(o) is type(final) for o in objects), objects
 
 
 @pytest.mark.parametrize("argv,message", [(["--max-batch", "0"], "--max-batch must be at least 1"),
