@@ -304,14 +304,22 @@ def slot_of_path(canvas, path: str, what: str = "known") -> int:
 
 
 def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:
-    """The token ids of each known field's value, by slot, with the tag of each union member a
-    known field lies in (the member is then chosen, never barred); UsageError for a value the
+    """The token ids of each known field's value, by slot (an optional object known as None: its
+    slots empty), with the tag of each union member a known field lies in (the member is then
+    chosen, never barred); UsageError for a value the
     field cannot hold as given, a member another known tag excludes, or a list item whose
     earlier items are not known (a list's items are written in order)."""
     if not known:
         return {}
     out, slots = {}, {}
     for path, value in known.items():
+        group = next((g for g in canvas.groups if g.path == path and g.kind in ("optional", "key")), None)
+        if group is not None and path not in field_paths(canvas):   # an optional object, or key
+            if value is not None:
+                raise UsageError(f"known: `{path}` is an object: give its fields (`{canvas.slots[group.slots[0]].path}`"
+                                 "), or None to leave it out")
+            out.update((j, []) for j in group.slots)   # every slot empty: the object left out
+            continue
         i = slots[path] = slot_of_path(canvas, path)
         s = canvas.slots[i]
         try:

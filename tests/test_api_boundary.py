@@ -3,7 +3,7 @@ while decoding one record is that record's ExtractionError and never its neighbo
 from several threads on one model give what sequential calls give."""
 
 import threading
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 import pytest
 from pydantic import BaseModel, Field
@@ -34,6 +34,7 @@ class Box(BaseModel):
 class Plot(BaseModel):
     area: Union[Round, Box]
     tags: list[str] = Field(default_factory=list, max_length=3)
+    spare: Optional[Box] = None
 
 
 class Triage(BaseModel):
@@ -84,6 +85,8 @@ MISTAKES = [   # (call, error class, what the message must say)
      r"`tags\[1\]` needs the list item before its own, `tags\[0\]`, known too"),
     (lambda m: extract("x", Plot, model=m, known={"area<round>.radius": 2.1234567}), UsageError,
      "writes 2.1234567 as 2.123457"),
+    (lambda m: extract("x", Plot, model=m, known={"spare": {"side": 2}}), UsageError,
+     r"`spare` is an object: give its fields \(`spare.kind`\), or None to leave it out"),
     (lambda m: extract_many(["x", "y"], Zone, model=m, known=[{}]), UsageError, r"one dict \(or None\) per text"),
     (lambda m: extract_many(["x", "y"], Zone, model=m, known={"kind": "circle"}), UsageError, r"\[known\] \* len"),
     (lambda m: extract(None, Zone, model=m), ExtractionError, "of type NoneType, not str"),
@@ -128,6 +131,12 @@ def test_known_takes_the_paths_users_write_and_a_wrong_one_lists_the_close_match
     assert "did you mean `area.radius`" in message and message.count("`") <= 10   # not every path
     with pytest.raises(UsageError, match="`area.vertices.lat`.*did you mean"):
         extract("x", NoFlyZone, model=model, known={"area.vertices.lat": "3112N"})
+
+
+def test_an_optional_object_known_as_none_is_left_out(embedded):
+    text = "a round plot of radius 4, and a spare box of side 2"
+    assert extract(text, Plot, model=embedded, known={"spare": None}).spare is None
+    assert extract(text, Plot, model=embedded, known={"spare.side": 2.0}).spare == Box(kind="box", side=2.0)
 
 
 def test_decide_takes_known_paths_and_enum_values(model):
