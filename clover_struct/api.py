@@ -305,53 +305,54 @@ def slot_of_path(canvas, path: str, what: str = "known") -> int:
 
 def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list[int]]:
     """The token ids of each known field's value, by slot (an optional object known as None: its
-    slots empty), with the tag of each union member a known field lies in (the member is then
-    chosen, never barred); UsageError for a value the
-    field cannot hold as given, a member another known tag excludes, or a list item whose
-    earlier items are not known (a list's items are written in order)."""
+    slots empty), with the tag of each union member a known field lies in: the member is then
+    chosen, never barred. UsageError for a value the field cannot hold as given, a member
+    another known tag excludes, or a list item whose earlier items are not known."""
     if not known:
         return {}
-    out, slots = {}, {}
+    out, given, paths = {}, {}, field_paths(canvas)
     for path, value in known.items():
         group = next((g for g in canvas.groups if g.path == path and g.kind in ("optional", "key")), None)
-        if group is not None and path not in field_paths(canvas):   # an optional object, or key
+        if group is not None and path not in paths:   # an optional object, or key
             if value is not None:
                 raise UsageError(f"known: `{path}` is an object: give its fields (`{canvas.slots[group.slots[0]].path}`"
                                  "), or None to leave it out")
             out.update((j, []) for j in group.slots)   # every slot empty: the object left out
             continue
-        i = slots[path] = slot_of_path(canvas, path)
-        s = canvas.slots[i]
-        try:
-            text = s.render(value)
-            ids = canvas.tokenizer.encode(text)
-        except ValueError as e:
-            raise UsageError(f"known: {e}") from None
-        except Exception as e:   # a value of a type the field's JSON cannot hold
-            raise UsageError(f"known: {value!r} cannot be written in field `{path}` ({type(e).__name__}: {e}); "
-                             "give a value of the field's type") from None
-        if not automata[i].accepts(ids):
-            raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
-                             "constraint allows (clover-struct schema SPEC prints them)")
-        if isinstance(value, float) and s.value(text) != value:
-            raise UsageError(f"known: field `{path}` writes {value!r} as {text} (numbers keep "
-                             f"at most {FLOAT_FRACTION_DIGITS} decimals); give the value as it is written")
-        out[i] = ids
-    for path, i in slots.items():
+        i = given[path] = slot_of_path(canvas, path)
+        out[i] = _known_value(canvas.slots[i], automata[i], canvas.tokenizer, path, value)
+    for path, i in given.items():
         for g in canvas.groups:
-            if i not in g.slots:
-                continue
-            if g.kind == "variant":
+            if i in g.slots and g.kind == "variant":
                 tags = [canvas.tokenizer.encode(t) for t in g.tags]
                 if out.setdefault(g.selector, tags[0]) not in tags:
                     raise UsageError(f"known: `{path}` lies in the member `{g.path}`, which the known "
                                      f"`{canvas.slots[g.selector].path}` does not choose; give one or the other")
-            elif g.kind == "item" and g.prev is not None and not canvas.groups[g.prev].required \
-                    and not out.keys() & set(canvas.groups[g.prev].slots):
+            elif i in g.slots and g.kind == "item" and g.prev is not None and not canvas.groups[g.prev].required \
+                    and not out.keys() & set(canvas.groups[g.prev].slots):   # the items before it would shift
                 raise UsageError(f"known: `{path}` needs the list item before its own, `{canvas.groups[g.prev].path}`, "
                                  "known too (a list's items are written in order): give the items before it, or "
                                  "give it at the lowest free index")
     return out
+
+
+def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
+    """The token ids that write a known `value` in `slot`, exactly; UsageError saying why not."""
+    try:
+        text = slot.render(value)
+        ids = tokenizer.encode(text)
+    except ValueError as e:
+        raise UsageError(f"known: {e}") from None
+    except Exception as e:   # a value of a type the field's JSON cannot hold
+        raise UsageError(f"known: {value!r} cannot be written in field `{path}` ({type(e).__name__}: {e}); "
+                         "give a value of the field's type") from None
+    if not automaton.accepts(ids):
+        raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
+                         "constraint allows (clover-struct schema SPEC prints them)")
+    if isinstance(value, float) and slot.value(text) != value:
+        raise UsageError(f"known: field `{path}` writes {value!r} as {text} (numbers keep at most "
+                         f"{FLOAT_FRACTION_DIGITS} decimals); give the value as it is written")
+    return ids
 
 
 SEEDS = (-2**63, 2**64 - 1)   # the seeds torch.Generator.manual_seed takes
