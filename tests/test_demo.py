@@ -117,8 +117,20 @@ def test_ed318_is_a_dataset_the_eurocae_models_read(gold_volumes):
                                              "schedule": [{"day": ["ANY"], "startTime": "01:00:00Z",
                                                            "endTime": "03:00:00Z"}]}]
     assert zone["otherReasonInfo"] == [{"text": "POWERLINE INSPECTION", "lang": "en"}]
+    beijing = volumes([("zh", NoFlyZone(area=circle("31.2", "121.5", "1KM"), uas_only=True, utc_offset_hours=8,
+                                         schedule="每日08:00-12:00"))])
+    period = ed318(beijing, country="CHN")["features"][0]["properties"]["limitedApplicability"][0]
+    assert period["schedule"] == [{"day": ["ANY"], "startTime": "00:00:00Z", "endTime": "04:00:00Z"}]   # in UTC
     with pytest.raises(UsageError, match="alpha-3"):
         ed318(gold_volumes, country="China")
+
+
+def test_a_zone_across_the_antimeridian_is_written_in_two_pieces():
+    v = volumes([("c", NoFlyZone(area=circle("0000N", "17954E", "20NM"), uas_only=False))])
+    written = geojson(v)["features"][0]["geometry"]
+    assert written["type"] == "MultiPolygon" and len(written["coordinates"]) == 2, written
+    lons = [x for piece in written["coordinates"] for x, _ in piece[0]]
+    assert min(lons) >= -180 and max(lons) <= 180 and -180 in lons and 180 in lons
 
 
 def test_geojson_is_rfc7946(gold_volumes):
@@ -200,7 +212,8 @@ def test_a_zone_far_larger_than_the_rest_is_cut_at_the_map_edge_instead_of_frami
 
 def test_a_self_crossing_polygon_is_mapped_checked_and_written_as_given(gold_volumes, tmp_path):
     """A misread vertex can make the list cross itself (a bow tie): shapely's overlays refuse
-    such a ring, so geometry takes the area it encloses and GeoJSON keeps the vertices."""
+    such a ring, so geometry takes the area it encloses, and GeoJSON and ED-318 write that:
+    its two triangles, as a MultiPolygon."""
     bow = NoFlyZone(area=polygon(("31.20", "121.55"), ("31.24", "121.60"), ("31.20", "121.60"), ("31.24", "121.55")),
                     floor=SFC, ceiling=None, valid_from_raw="3106140000", uas_only=False, reason="misread vertex")
     assert not bow.footprint().is_valid
@@ -209,8 +222,10 @@ def test_a_self_crossing_polygon_is_mapped_checked_and_written_as_given(gold_vol
     assert v.footprint.is_valid and len(v.footprint.geoms) == 2   # the two triangles of the bow tie
     assert v.footprint.area == pytest.approx(2 * 0.04 * 0.025 / 2)
     assert [c.zone_id for c in check_route(ROUTE, vols)]   # no TopologyException
-    ring = geojson(vols)["features"][-1]["geometry"]["coordinates"][0]
-    assert sorted(map(tuple, ring[:-1])) == sorted((x, y) for y, x in bow.polygon)
+    for written in (geojson(vols)["features"][-1]["geometry"], ed318(vols, "CHN")["features"][-1]["geometry"]):
+        assert written["type"] == "MultiPolygon" and len(written["coordinates"]) == 2, written
+        corners = {tuple(p) for piece in written["coordinates"] for p in piece[0]}
+        assert corners == {(x, y) for y, x in bow.polygon} | {(121.575, 31.22)}   # and where the sides cross
     if importlib.util.find_spec("matplotlib"):
         from clover_struct.demo.plot import figure
         assert figure(vols, ROUTE, check_route(ROUTE, vols), tmp_path / "airspace.png").stat().st_size > 50_000

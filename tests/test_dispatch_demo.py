@@ -96,6 +96,7 @@ def test_a_notice_that_fails_leaves_every_answer_to_the_model(model_dir, monkeyp
     ([(float("nan"), 121.47)], 100.0, demo.WINDOW, "route point 0"),
     ([(31.215, float("inf"))], 100.0, demo.WINDOW, "route point 0"),
     ([], 100.0, demo.WINDOW, "no points"),
+    ([(31.215, 121.47, 100.0)], 100.0, demo.WINDOW, "route point 0 is .*a .latitude, longitude. pair"),
     (demo.ROUTE, float("nan"), demo.WINDOW, "height"),
     (demo.ROUTE, 100.0, demo.WINDOW[::-1], "ends"),
     (demo.ROUTE, 100.0, tuple(t.replace(tzinfo=None) for t in demo.WINDOW), "timezone-aware"),
@@ -104,6 +105,38 @@ def test_a_notice_that_fails_leaves_every_answer_to_the_model(model_dir, monkeyp
 def test_a_flight_no_one_can_fly_is_refused_not_judged_clear(route, height, window, wrong):
     with pytest.raises(UsageError, match=wrong):
         route_facts(route, height, *window, [zone("31.2150", "121.4700", 120)])
+
+
+def test_a_window_that_reaches_into_the_schedule_by_seconds_overlaps_it():
+    z = NoFlyZone(area=CircleArea(center=Position(lat="31.2150", lon="121.4700"), radius="800 m"), uas_only=True,
+                  schedule="DLY 0700-0800")
+    start = datetime(2027, 5, 12, 6, 59, 30, tzinfo=timezone.utc)
+    assert route_facts(demo.ROUTE, 50.0, start, start + timedelta(seconds=50), [z])["time_overlap"]
+    assert not route_facts(demo.ROUTE, 50.0, start, start + timedelta(seconds=20), [z])["time_overlap"]
+
+
+def test_zones_that_are_no_records_are_refused():
+    with pytest.raises(UsageError, match="give NoFlyZone records"):
+        route_facts(demo.ROUTE, 100.0, *demo.WINDOW, [None])
+
+
+def test_a_route_across_the_antimeridian_goes_the_short_way():
+    """A circle and a square astride 180 degrees; flights from 179.5E to 179.5W (either way
+    round), and one wholly on the zones' west side, in their lifetime: each meets the zone."""
+    start = datetime(2027, 5, 12, 9, tzinfo=timezone.utc)
+    circle = NoFlyZone(area=CircleArea(center=Position(lat="0000N", lon="17954E"), radius="20NM"), floor="SFC",
+                       ceiling="400FT AGL", uas_only=False)
+    square = NoFlyZone(area={"kind": "polygon", "vertices": [{"lat": a, "lon": b} for a, b in
+                                                             (("10N", "179E"), ("10N", "179W"), ("11N", "179W"),
+                                                              ("11N", "179E"))]},
+                       floor="SFC", ceiling="400FT AGL", uas_only=False)
+    assert square.footprint().area == pytest.approx(2.0)   # 2 degrees by 1, not a band around the Earth
+    for z, lat in ((circle, 0.0), (square, 10.5)):
+        for route in ([(lat, 179.5), (lat, -179.5)], [(lat, -179.5), (lat, 179.5)], [(lat, -179.95), (lat, -179.9)]):
+            assert route_facts(route, 50.0, start, start, [z])["conflict"], route
+            waypoints = [Waypoint(a, b, 50.0, start + timedelta(minutes=k)) for k, (a, b) in enumerate(route)]
+            assert [c.conflict for c in check_route(waypoints, volumes([("z", z)]))] == [True], route
+    assert not route_facts([(10.5, 0.0), (10.6, 0.1)], 50.0, start, start, [square])["crosses_zone"]
 
 
 def test_a_flight_that_stays_at_one_point_is_checked_there():

@@ -9,7 +9,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
-from shapely.geometry import Polygon
+from shapely.affinity import translate
+from shapely.geometry import Polygon, box
+from shapely.geometry.base import BaseGeometry
 from shapely.geometry.polygon import orient
 
 from ..errors import UsageError
@@ -21,12 +23,23 @@ def _iso(t: Optional[datetime]) -> Optional[str]:
     return None if t is None else t.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _ring(shape: Polygon) -> list[list[float]]:
-    ring = orient(shape, sign=1.0).exterior   # RFC 7946 3.1.6: exterior rings counter-clockwise
-    coords = [[round(x, 7), round(y, 7)] for x, y in ring.coords]
-    if coords[0] != coords[-1]:
-        coords.append(coords[0])
-    return coords
+def _rings(shape: Polygon) -> list[list[list[float]]]:
+    shape = orient(shape, sign=1.0)   # RFC 7946 3.1.6: exterior rings counter-clockwise, holes clockwise
+    return [[[round(x, 7), round(y, 7)] for x, y in ring.coords] for ring in (shape.exterior, *shape.interiors)]
+
+
+def _geometry(shape: BaseGeometry) -> dict:
+    """A footprint as a GeoJSON Polygon, or a MultiPolygon where it comes in pieces: a
+    self-crossing boundary's parts, or a zone cut at the antimeridian (RFC 7946 3.1.9), each
+    piece's longitudes within +-180."""
+    pieces = []
+    for turn in (-360.0, 0.0, 360.0):
+        part = shape.intersection(box(-180 + turn, -90, 180 + turn, 90))
+        pieces += [translate(p, xoff=-turn) for p in getattr(part, "geoms", [part])
+                   if isinstance(p, Polygon) and not p.is_empty]
+    if len(pieces) == 1:
+        return {"type": "Polygon", "coordinates": _rings(pieces[0])}
+    return {"type": "MultiPolygon", "coordinates": [_rings(p) for p in pieces]}
 
 
 def feature(v: Volume) -> dict:
@@ -34,7 +47,7 @@ def feature(v: Volume) -> dict:
     return {
         "type": "Feature",
         "id": v.id,
-        "geometry": {"type": "Polygon", "coordinates": [_ring(z.footprint())]},   # [lon, lat], as written
+        "geometry": _geometry(v.footprint),   # [lon, lat]
         "properties": {
             "id": v.id, "notam_id": z.notam_id, "kind": z.area.kind,
             "floor_m": round(v.floor_m, 1), "ceiling_m": None if v.ceiling_m is None else round(v.ceiling_m, 1),
@@ -62,7 +75,9 @@ def _layer(v: Volume) -> Optional[dict]:
             "lower": round(v.floor_m, 1), "lowerReference": ED318_REFS.get(v.floor_ref, v.floor_ref), "uom": "m"}
 
 
-def _clock(minutes: int) -> str:
+def _clock(minutes: int, utc_offset_hours: float) -> str:
+    """A minute of the day in the notice's clock, as a UTC time of day."""
+    minutes = (minutes - round(utc_offset_hours * 60)) % 1440
     return f"{minutes // 60:02d}:{minutes % 60:02d}:00Z"
 
 
@@ -75,12 +90,14 @@ def ed318_zone(v: Volume, country: str, lang: str = "en") -> dict:
         geometry = {"type": "Point", "coordinates": [round(z.center_lon, 7), round(z.center_lat, 7)],
                     "extent": {"subType": "Circle", "radius": round(z.radius_m, 1)}}
     else:
-        geometry = {"type": "Polygon", "coordinates": [_ring(v.footprint)]}
+        geometry = _geometry(v.footprint)
     if (layer := _layer(v)) is not None:
         geometry["layer"] = layer
     period = {"startDateTime": _iso(v.valid_from), "endDateTime": _iso(v.valid_to)}
     if windows := daily_windows(z.schedule):
-        period["schedule"] = [{"day": ["ANY"], "startTime": _clock(a), "endTime": _clock(b)} for a, b in windows]
+        offset = z.utc_offset_hours
+        period["schedule"] = [{"day": ["ANY"], "startTime": _clock(a, offset), "endTime": _clock(b, offset)}
+                              for a, b in windows]
     zone = {"identifier": v.id, "country": country, "name": [{"text": z.notam_id or v.id, "lang": lang}],
             "type": "PROHIBITED", "variant": "COMMON", "zoneAuthority": [{"purpose": "INFORMATION"}],
             "limitedApplicability": [{k: x for k, x in period.items() if x is not None}]}

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Optional
 
 from shapely import make_valid
+from shapely.affinity import translate
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
 from shapely.geometry.polygon import orient
@@ -20,7 +21,7 @@ from shapely.prepared import prep
 
 from clover_struct.errors import UsageError
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.units import EARTH_RADIUS_M
+from clover_struct.schemas.units import EARTH_RADIUS_M, unwrapped
 
 # No terrain model here: for AMSL and STD (flight level) limits the ground is taken to lie
 # at sea level, so a drone's height above ground is also its altitude. The demo region
@@ -29,6 +30,7 @@ from clover_struct.schemas.units import EARTH_RADIUS_M
 GROUND_ELEVATION_M = 0.0
 SAMPLE_SPACING_M = 50.0     # route legs are checked at points this far apart (at most)
 MAX_SAMPLES_PER_LEG = 2000
+TURNS = (0.0, 360.0, -360.0)   # a place as written, and a turn east or west (footprints may lie past 180)
 
 # Altitude bands by ceiling (upper bound in metres, label), for colouring.
 BANDS = ((150.0, "ceiling ≤ 150 m"), (500.0, "ceiling 150–500 m"), (1500.0, "ceiling 500–1500 m"),
@@ -62,15 +64,16 @@ class Volume:
         return f"{one(self.floor_m, self.floor_ref)} – {one(self.ceiling_m, self.ceiling_ref)}"
 
     def active_during(self, start: datetime, end: datetime) -> bool:
-        """Active at any minute of [start, end] (validity and daily schedule): of the part within
-        the validity, its first day holds every minute of the day the schedule has."""
+        """Active at any instant of [start, end] (validity and daily schedule): of the part within
+        the validity, its first day holds every minute of the day the schedule has, so its ends
+        and the whole minutes between them are the instants to try (a schedule turns on a minute)."""
         t = max(start, self.valid_from or start)
         end = min(end, self.valid_to or end, t + timedelta(days=1))
-        while t <= end:
-            if self.zone.active_at(t):
-                return True
-            t += timedelta(minutes=1)
-        return False
+        instants, minute = [t, end], t.replace(second=0, microsecond=0) + timedelta(minutes=1)
+        while minute < end:
+            instants.append(minute)
+            minute += timedelta(minutes=1)
+        return t <= end and any(self.zone.active_at(x) for x in instants)
 
 
 def volume(zone_id: str, zone: NoFlyZone) -> Volume:
@@ -79,7 +82,7 @@ def volume(zone_id: str, zone: NoFlyZone) -> Volume:
         raise ValueError(f"{zone_id}: the notice defines no zone")
     # A vertex list that crosses itself is no valid polygon, and shapely's overlays fail on it
     # (the map cut it at the frame): geometry takes the area it encloses (make_valid, maybe
-    # several pieces); GeoJSON still writes the vertices as given.
+    # several pieces), and the exports write those pieces.
     shape = orient(zone.footprint(), sign=1.0)
     return Volume(zone_id, zone, shape if shape.is_valid else make_valid(shape), zone.floor_m, zone.ceiling_m,
                   zone.floor_ref, zone.ceiling_ref, zone.valid_from, zone.valid_to)
@@ -132,10 +135,17 @@ def distance_m(a: tuple[float, float], b: tuple[float, float]) -> float:
 
 
 def samples(a: Waypoint, b: Waypoint) -> list[Waypoint]:
-    """Points along a leg, linear in lat, lon, altitude and time (legs are a few km long)."""
+    """Points along a leg, linear in lat, lon, altitude and time (legs are a few km long), the
+    short way round: across the antimeridian, longitudes run past 180."""
     n = min(MAX_SAMPLES_PER_LEG, max(1, math.ceil(distance_m((a.lat, a.lon), (b.lat, b.lon)) / SAMPLE_SPACING_M)))
-    return [Waypoint(a.lat + (b.lat - a.lat) * f, a.lon + (b.lon - a.lon) * f, a.alt_m + (b.alt_m - a.alt_m) * f,
+    b_lon = unwrapped([(a.lat, a.lon), (b.lat, b.lon)])[1][1]
+    return [Waypoint(a.lat + (b.lat - a.lat) * f, a.lon + (b_lon - a.lon) * f, a.alt_m + (b.alt_m - a.alt_m) * f,
                      a.time + (b.time - a.time) * f) for f in (k / n for k in range(n + 1))]
+
+
+def _meets(shape: BaseGeometry, geom: BaseGeometry) -> bool:
+    """Whether `geom` meets `shape` as it stands or a turn east or west (either may lie past 180)."""
+    return any(shape.intersects(translate(geom, xoff=turn)) for turn in TURNS)
 
 
 def _why_not(v: Volume, p: Waypoint) -> str:
@@ -179,13 +189,13 @@ def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
         _checked(w.alt_m, w.time, after.time if after else w.time)
     out: list[Crossing] = []
     for k, (a, b) in enumerate(zip(route, route[1:]), start=1):
-        path = LineString([(a.lon, a.lat), (b.lon, b.lat)])
         points = samples(a, b)
+        path = LineString([(points[0].lon, points[0].lat), (points[-1].lon, points[-1].lat)])
         for v in vols:
-            if not v.footprint.intersects(path):
+            if not _meets(v.footprint, path):
                 continue
             shape = prep(v.footprint)
-            over = [p for p in points if shape.covers(Point(p.lon, p.lat))]
+            over = [p for p in points if any(shape.covers(Point(p.lon + turn, p.lat)) for turn in TURNS)]
             if not over:
                 continue
             hits = [p for p in over if inside(v, p.lat, p.lon, p.alt_m, p.time)]
@@ -204,8 +214,13 @@ def passages(route: list[tuple[float, float]], height_m: float, start: datetime,
     if not route:
         raise UsageError("the route has no points: give the flight's (latitude, longitude) points in degrees")
     for k, point in enumerate(route):
+        if not (isinstance(point, (tuple, list)) and len(point) == 2):
+            raise UsageError(f"route point {k} is {point!r}: give each point as a (latitude, longitude) pair")
         _position(k, *point)
     _checked(height_m, start, end)
+    if kinds := {type(z).__name__ for z in zones if not isinstance(z, NoFlyZone)}:
+        raise UsageError(f"zones hold {', '.join(sorted(kinds))}: give NoFlyZone records (extract's results)")
+    route = unwrapped(route)   # the short way round, across the antimeridian
     track = LineString([(lon, lat) for lat, lon in route]) if len(route) > 1 else Point(route[0][1], route[0][0])
     out = []
     for k, zone in enumerate(zones):
@@ -213,7 +228,7 @@ def passages(route: list[tuple[float, float]], height_m: float, start: datetime,
             out.append((False, False, False))
             continue
         v = volume(str(k), zone)
-        if not v.footprint.intersects(track):
+        if not _meets(v.footprint, track):
             out.append((False, False, False))
             continue
         within = v.floor_m <= altitude_in(v.floor_ref, height_m) and (

@@ -15,17 +15,19 @@ Knows nothing of models, decoding or how notices are generated.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Annotated, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from shapely.geometry import MultiPoint
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
 from .readers import read_coordinate, read_limit, read_radius, read_time
-from .units import VERBATIM, destination_point
+from .units import EARTH_RADIUS_M, VERBATIM, destination_point, unwrapped
 
 CIRCLE_SEGMENTS = 64
 # Real boundaries list up to 31 points; a closing repeat of the first makes 32.
@@ -216,6 +218,14 @@ class CircleArea(BaseModel):
     radius: str = _piece(RADIUS_PIECE, 24, "radius as written, number and unit, e.g. 1NM, 0.5 NM, 1.35 nautical "
                                            "miles, 500米, 5 km")
 
+    @model_validator(mode="after")
+    def _off_the_poles(self) -> CircleArea:
+        lat, reach = self.center.decimal[0], math.degrees(read_radius(self.radius) / EARTH_RADIUS_M)
+        if abs(lat) + reach >= 90:
+            raise ValueError(f"a circle of {self.radius} around {self.center.lat} takes in a pole, which a footprint "
+                             "in degrees cannot hold")
+        return self
+
     @field_validator("radius")
     @classmethod
     def _radius(cls, v: str, info: ValidationInfo) -> str:
@@ -242,6 +252,8 @@ class PolygonArea(BaseModel):
     def _three_distinct(cls, v: list[Position]) -> list[Position]:
         if len({p.decimal for p in v}) < 3:
             raise ValueError("an area needs at least three distinct vertices")
+        if MultiPoint([(lon, lat) for lat, lon in unwrapped([p.decimal for p in v])]).convex_hull.area < 1e-12:
+            raise ValueError("the vertices lie on one line: they bound no area")
         return v
 
     @property
@@ -284,16 +296,20 @@ def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: fl
     last, last_dated = by_itself(end) if end is not None else (None, True)
     if not first_dated and not alone:
         if last is None:
-            raise ValueError(f"cannot read {start!r} as a time: it states no date and the end gives none")
-        first = read_time(start, utc_offset_hours, default=last)
-        if first is not None and first > last:
-            first = read_time(start, utc_offset_hours, default=last - timedelta(days=1))
+            raise ValueError(f"cannot read {start!r} as a time: it states no date (or no year) and the end "
+                             "gives none")
+        for back in (0, 1, 366):   # the same day as the end; the day before (overnight); the year before
+            first = read_time(start, utc_offset_hours, default=last - timedelta(days=back))
+            if first is None or first <= last:
+                break
     if not last_dated:
         if first is None:
-            raise ValueError(f"cannot read {end!r} as a time: it states no date and the start gives none")
-        last = read_time(end, utc_offset_hours, default=first)
-        if last is not None and last < first:
-            last = read_time(end, utc_offset_hours, default=first + timedelta(days=1))
+            raise ValueError(f"cannot read {end!r} as a time: it states no date (or no year) and the start "
+                             "gives none")
+        for on in (0, 1, 366):   # the same day as the start; the day after (overnight); the year after
+            last = read_time(end, utc_offset_hours, default=first + timedelta(days=on))
+            if last is None or last >= first:
+                break
     return first, last
 
 
@@ -361,10 +377,13 @@ class NoFlyZone(BaseModel):
         metres, ref = _limit(v, floor)
         if metres is None:
             raise ValueError(f"{v!r} is unlimited: leave the field null instead")
+        if metres <= 0:
+            raise ValueError(f"ceiling {v!r} is at the surface: it bounds no volume")
         low, low_ref = (0.0, "AGL") if floor is None else _limit(floor, v)
-        # Only comparable in one reference: 1200FT AGL over a valley may lie below 200M AMSL.
-        if "floor" in info.data and ref == low_ref and metres < low:
-            raise ValueError(f"ceiling {metres:.0f} m is below floor {low:.0f} m")
+        # Comparable in one reference, and flight levels with heights above sea level (on a
+        # standard day): 1200FT AGL over a valley may lie below 200M AMSL.
+        if "floor" in info.data and (ref == low_ref or {ref, low_ref} == {"AMSL", "STD"}) and metres < low:
+            raise ValueError(f"ceiling {metres:.0f} m {ref} is below floor {low:.0f} m {low_ref}")
         return v
 
     @field_validator("valid_from_raw")
@@ -452,16 +471,17 @@ class NoFlyZone(BaseModel):
     def footprint(self) -> Polygon:
         """The horizontal extent as a shapely Polygon in (x=lon, y=lat) degrees.
 
-        Circles: CIRCLE_SEGMENTS great-circle points on a sphere (not wrapped at +-180, so
-        a ring across the antimeridian stays one piece; circles around a pole are not
-        supported). Polygons: the vertices as given (closing repeat dropped), not repaired
-        if self-intersecting. Raises ValueError when the notice defines no zone.
+        Circles: the polygon of CIRCLE_SEGMENTS sides drawn about the circle on a sphere.
+        Polygons: the vertices as given (closing repeat dropped), not repaired if
+        self-intersecting. Neither is wrapped at +-180: a zone across the antimeridian stays one
+        piece, its longitudes past 180 (contains() tries the point a turn either way). Raises
+        ValueError when the notice defines no zone.
         """
         if self.area is None:
             raise ValueError("the notice defines no zone (area is null): there is no footprint")
         if isinstance(self.area, CircleArea):
             return circle_ring(*self.area.center.decimal, self.radius_m)
-        return Polygon([(lon, lat) for lat, lon in self.polygon])
+        return Polygon([(lon, lat) for lat, lon in unwrapped(self.polygon)])
 
     def active_at(self, when: datetime) -> bool:
         """Within the validity window (bounds inclusive) and, for a plain daily schedule,
@@ -496,8 +516,11 @@ class NoFlyZone(BaseModel):
 
 
 def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SEGMENTS) -> Polygon:
-    """A circle as `points` great-circle destinations from its centre, in (x=lon, y=lat) degrees."""
-    ring = [destination_point(lat, lon, 360 * k / points, radius_m) for k in range(points)]
+    """A circle as a polygon of `points` great-circle destinations from its centre, in (x=lon,
+    y=lat) degrees, drawn about it (its sides touch the circle): a no-fly footprint holds the
+    whole circle, never less."""
+    reach = radius_m / math.cos(math.pi / points)
+    ring = [destination_point(lat, lon, 360 * k / points, reach) for k in range(points)]
     return Polygon([(x, y) for y, x in ring])
 
 

@@ -172,6 +172,15 @@ def destination_point(lat: float, lon: float, bearing_deg: float, distance_m: fl
     return math.degrees(p2), math.degrees(l2)
 
 
+def unwrapped(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """(lat, lon) points, each longitude moved by whole turns to lie within 180 degrees of the
+    one before: a ring or a path across the antimeridian in one piece (longitudes past 180)."""
+    out: list[tuple[float, float]] = []
+    for lat, lon in points:
+        out.append((lat, lon + 360 * round((out[-1][1] - lon) / 360) if out else lon))
+    return out
+
+
 def _finite(x: float, what: str) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         raise ValueError(f"{what} must be a finite number, got {x!r}")

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from clover_struct.schemas.airspace import (CIRCLE_SEGMENTS, LAT_PIECE, LIMIT_PIECE, LON_PIECE, MAX_VERTICES,
                                             RADIUS_PIECE, TIME_PIECE, NoFlyZone, daily_windows)
 from clover_struct.schemas.readers import read_coordinate, read_limit, read_radius, read_time
-from clover_struct.schemas.units import EARTH_RADIUS_M
+from clover_struct.schemas.units import EARTH_RADIUS_M, destination_point
 
 UTC = timezone.utc
 FT, NM = 0.3048, 1852.0
@@ -169,6 +169,17 @@ def test_circle_across_the_antimeridian():
     assert z.contains(0.0, -179.99, 10.0, datetime(2031, 3, 4, tzinfo=UTC))
 
 
+def test_a_circle_footprint_holds_the_whole_circle():
+    z = circle(radius="200NM")
+    edge = [destination_point(47.5, 8.5, bearing, 200 * NM * 0.9999) for bearing in range(0, 360, 7)]
+    assert all(z.contains(lat, lon, 10.0, datetime(2031, 3, 4, tzinfo=UTC)) for lat, lon in edge)
+
+
+def test_an_end_with_no_year_after_a_start_in_december_is_in_the_next_year():
+    z = circle(valid_from_raw="2026年12月30日22时", valid_to_raw="1月2日06时", utc_offset_hours=8)
+    assert (z.valid_from, z.valid_to) == (datetime(2026, 12, 30, 14, tzinfo=UTC), datetime(2027, 1, 1, 22, tzinfo=UTC))
+
+
 def test_daily_schedule_is_enforced_other_schedules_ignored():
     z = circle(schedule="DLY 0800-1700 2145-0315")
     day = datetime(2031, 3, 4, tzinfo=UTC)
@@ -197,6 +208,11 @@ def test_daily_schedule_is_enforced_other_schedules_ignored():
         ({"valid_from_raw": "18时", "valid_to_raw": None}, "no date"),
         ({"ceiling": "ABOUT 400FT"}, "ceiling"),
         ({"area": {"kind": "square"}}, "square"),
+        ({"area": {"kind": "circle", "center": {"lat": "895900N", "lon": "0100000E"}, "radius": "20NM"}}, "a pole"),
+        ({"area": {"kind": "polygon", "vertices": [{"lat": f"{a}N", "lon": f"{a}E"} for a in (10, 11, 12)]}},
+         "one line"),
+        ({"floor": "FL100", "ceiling": "2300FT AMSL"}, "below floor"),   # a flight level over sea level
+        ({"ceiling": "FL000"}, "at the surface"),
     ],
 )
 def test_invalid_zones_are_rejected(change, message):
