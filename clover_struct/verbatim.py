@@ -8,8 +8,10 @@ occurrence in the text. The text is read as a JSON string holds it (escaped), wi
 run of whitespace as one space, and none where a line end cuts a coordinate (`N2` /
 `92000E1222500` in a notice wrapped at a fixed width: WRAP_IN_COORDINATE). A piece is
 not empty (a nullable field says it is absent with null), starts and ends at a word edge:
-not inside a run of ASCII digits or of letters (`AB12` is no piece of `AB123`; `N` and `005`
-are pieces of `4730N005`), and neither starts nor ends with a space. Where the text holds
+not inside a run of ASCII digits or of letters, the letters of other alphabets (é, a
+combining accent) counting as letters (`AB12` is no piece of `AB123`, `caf` none of `café`;
+`N` and `005` are pieces of `4730N005`, and in Chinese any run of characters is a piece), and
+neither starts nor ends with a space. Where the text holds
 no piece the pattern accepts, the slot goes on under its automaton alone, so a verbatim
 slot is never stuck where its automaton is not; but a union variant with a copy it must
 make and the text cannot give (a circle's radius where none is stated) is not chosen while
@@ -26,6 +28,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
+import unicodedata
 import weakref
 
 import numpy as np
@@ -153,6 +156,18 @@ def folded(text: str) -> tuple[bytes, list[int]]:
     return bytes(data), origin + [len(text)]
 
 
+def _alphabetic(data: bytes) -> np.ndarray:
+    """Per byte of UTF-8 `data`, whether it is part of a letter or mark of an alphabet other than
+    ASCII's (é, ü, a combining accent, Greek, Cyrillic): a word goes on through it. Scripts
+    written without spaces between words (Chinese, Japanese) are not: a piece may start or end
+    at any of their characters."""
+    out = []
+    for ch in data.decode("utf-8", "replace"):
+        size = len(ch.encode())
+        out += [size > 1 and ord(ch) < 0x2E80 and unicodedata.category(ch)[0] in "LM"] * size
+    return np.array(out, bool)
+
+
 class Source:
     """One text, matched against every content. `ends` is either the offsets where the value
     so far may end (a tuple), or, before its first character, the offset it may start from (an
@@ -175,11 +190,13 @@ class Source:
             pos.append(at)
             hit.append(ids[k[at]])
         pos, hit = np.concatenate(pos), np.concatenate(hit)
-        kind = np.select([(data >= 48) & (data <= 57), ((data | 32) >= 97) & ((data | 32) <= 122)], [1, 2], 0)
+        letter = (((data | 32) >= 97) & ((data | 32) <= 122)) | _alphabetic(self.data)
+        kind = np.select([(data >= 48) & (data <= 57), letter], [1, 2], 0)
         space = data == 32
         self.edge = np.ones(len(data) + 1, bool)          # not inside a run of ASCII digits or of letters
         self.edge[1:-1] = (kind[:-1] != kind[1:]) | (kind[1:] == 0)
-        starting = self.edge[pos] & ~space[pos]           # a piece neither starts nor ends with a space
+        self.begin = self.edge[:-1] & ~space              # a piece neither starts nor ends with a space
+        starting = self.begin[pos]
         self.edge[1:] &= ~space                           # (edge: where a piece may end)
         self.pieces, self.width = pieces, pieces.NEVER + 1
         order = np.lexsort((hit, pos))                    # by offset, then content
@@ -205,11 +222,12 @@ class Source:
         """(start, end) in characters of the text of a piece copied as `content`: its earliest
         occurrence among those ending at `ends`, else its first; None if it occurs nowhere."""
         size = len(content)
-        at = [e - size for e in sorted(ends or ()) if self.data[e - size:e] == content]
-        start = at[0] if at else self.data.find(content)
-        if start < 0 or not size:
+        at = [e - size for e in sorted(ends or ()) if self.data[e - size:e] == content] or \
+            [m.start() for m in re.finditer(b"(?=" + re.escape(content) + b")", self.data)
+             if self.begin[m.start()] and self.edge[m.start() + size]]   # (a value repair put in)
+        if not at or not size:
             return None
-        return self.origin[start], self.origin[start + size - 1] + 1
+        return self.origin[at[0]], self.origin[at[0] + size - 1] + 1
 
     def starts(self, lo: int, hi: int | None = None) -> list[int]:
         """The offsets from `lo` on (to `hi`, included) where a piece may start, in order."""

@@ -463,6 +463,13 @@ def test_a_copied_piece_has_its_place_in_the_text_as_written(toy_tokenizer):
     start, end = src.span(None, b'\\"go\\"')
     assert text[start:end] == '"go"'
     assert src.span(None, b"nowhere") is None
+    # a piece found anew (a value repair put in) stands at word edges; é and a combining accent are letters
+    text = "XEGKKX EGLL, café, Zu\u0308rich, EGKK"
+    src = Source(text, pieces(toy_tokenizer, toy_tokenizer.vocab_size))
+    start, end = src.span(None, b"EGKK")
+    assert (start, end) == (len(text) - 4, len(text))
+    assert [src.span(None, piece.encode()) for piece in ("caf", "Zu", "rich")] == [None, None, None]
+    assert src.span(None, "café".encode()) == (13, 17)
 
 
 def test_a_verbatim_piece_is_not_empty_and_null_says_absent(toy_tokenizer):
