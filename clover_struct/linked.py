@@ -10,7 +10,7 @@ its own (`joint=False`) is the baseline that can.
 Rules name fields, optionally with a value (`"action=reroute"`; a bare name
 means True): `implies(a, b)`, `excludes(a, b)`, `exactly_one(a, b, ...)`, or
 `predicate(fn)` over the record. A model class may carry its rules as a
-`rules: ClassVar[list]`. Facts code computes better (say, from shapely) go in
+`rules: ClassVar[list]`, which hold beside any given. Facts code computes better (say, from shapely) go in
 as `known` values: written into the canvas the model reads, and fixed in the
 answer; the rest is decided from them and consistently with them.
 """
@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from .api import check_model, default_model, encode_prompt, internal_failure, model_lock, prepare, slot_of_path
 from .decoder import Trace, score_choices
 from .errors import CloverError, ExtractionError, SchemaError, UsageError
-from .layout import model_validated
+from .layout import ObjectNode, model_validated
 
 MAX_LINKED = 8
 MAX_ASSIGNMENTS = 1 << 16
@@ -44,6 +44,9 @@ class Rule:
 
 
 def _test(term: str) -> Callable[[dict], bool]:
+    if not isinstance(term, str):
+        raise UsageError(f"a rule's terms are field names or `field=value` strings, such as 'urgent' or "
+                         f"'lane=left', not {term!r}")
     field, _, value = term.partition("=")
     return (lambda r: r.get(field) is True) if not value else (lambda r: str(r.get(field)) == value)
 
@@ -96,19 +99,22 @@ def _decide(text, schema, model, rules, known, joint, trace):
     slots = canvas.slots
     if not slots or all(s.path.startswith("{") for s in slots):   # nothing, or a map's entries alone
         raise SchemaError("", "the schema has no fields to decide; give it bool, Literal or Enum fields")
-    bad = [s.path for s in slots if s.kind != "choice" or s.group is not None]
+    top = {n for _, n in canvas.tree.fields} if isinstance(canvas.tree, ObjectNode) else set()
+    bad = [s.path for i, s in enumerate(slots) if s.kind != "choice" or s.group is not None or i not in top]
     if bad:
         raise SchemaError(bad[0], "judgments are required bool, Literal or Enum fields at the top level (not "
-                                  "optional keys, nor lists or maps); extract other values with extract()")
+                                  "inside objects, lists or maps, nor optional keys); extract other values with "
+                                  "extract()")
     if len(slots) > MAX_LINKED:
         raise SchemaError("", f"{len(slots)} linked fields; decide answers at most {MAX_LINKED} together")
     if math.prod(len(s.choices) for s in slots) > MAX_ASSIGNMENTS:
         raise SchemaError("", f"the fields allow more than {MAX_ASSIGNMENTS} joint answers; use fewer values")
-    if rules is None:
-        rules = list(getattr(schema, "rules", []))
-    if isinstance(rules, Rule) or callable(rules) or not isinstance(rules, (list, tuple)):
-        raise UsageError("rules= takes a list of rules, such as [implies('urgent', 'escalate')]")
-    rules = [r if isinstance(r, Rule) else predicate(r) if callable(r) else _not_a_rule(r) for r in rules]
+    own = getattr(schema, "rules", []) if isinstance(schema, type) else []   # the class's rules hold too
+    rules = [] if rules is None else rules
+    for given, where in ((own, "the model's `rules`"), (rules, "rules=")):
+        if isinstance(given, Rule) or callable(given) or not isinstance(given, (list, tuple)):
+            raise UsageError(f"{where} takes a list of rules, such as [implies('urgent', 'escalate')]")
+    rules = [r if isinstance(r, Rule) else predicate(r) if callable(r) else _not_a_rule(r) for r in [*own, *rules]]
     if known is not None and not isinstance(known, dict):
         raise UsageError(f"known= takes a dict of field -> value, such as {{'urgent': True}}, not a "
                          f"{type(known).__name__}")
@@ -119,9 +125,10 @@ def _decide(text, schema, model, rules, known, joint, trace):
     for path, value in (known or {}).items():
         i = slot_of_path(canvas, path)
         want = value.value if hasattr(value, "value") else value
-        if want not in values[i]:
+        at = [k for k, v in enumerate(values[i]) if v == want and type(v) is type(want)]   # 1 is not True
+        if not at:
             raise UsageError(f"known: {want!r} is not a value of `{slots[i].path}`; give one of {values[i]}")
-        given[i] = values[i].index(want)
+        given[i] = at[0]
     ids = list(canvas.ids)   # the known values written in, for the model to read; the rest masked
     for i, k in given.items():
         ids[slots[i].start:slots[i].end] = sets[i].ids[k].tolist()
@@ -149,6 +156,8 @@ def _decide(text, schema, model, rules, known, joint, trace):
             instance = model_validated(canvas.model, data, text) if canvas.model else data
         except ValidationError:   # the model's own validators reject this combination
             return False
+        if canvas.model:   # the answer as returned: a validator may have changed a value
+            data = instance.model_dump(mode="json", by_alias=True)
         for r in rules:
             try:
                 if not r.holds(instance if r.on_instance else data):

@@ -162,6 +162,9 @@ def test_judging_a_flight_needs_a_zone_per_notice(model_dir):
     with pytest.raises(UsageError, match="2 notices and 1 zones"):
         judge_flight("fly", ["a", "b"], [zone("31.2150", "121.4700", 120)], demo.ROUTE, 100.0, *demo.WINDOW,
                      model=str(model_dir))
+    with pytest.raises(UsageError, match="notices and zones are lists"):
+        judge_flight("fly", ["a"], zone("31.2150", "121.4700", 120), demo.ROUTE, 100.0, *demo.WINDOW,
+                     model=str(model_dir))
 
 
 def test_a_zone_in_force_during_a_window_is_found_without_walking_it_minute_by_minute():

@@ -91,8 +91,47 @@ def test_what_decide_cannot_take_is_named(toy_tokenizer):
         @model_validator(mode="after")
         def never(self):
             raise ValueError("no combination")
-    with pytest.raises(ExtractionError, match=r"\(none given\) and the schema's own checks"):
-        decide("x", Refused, model=model, rules=[])
+    with pytest.raises(ExtractionError, match=r"exactly one of safe, urgent, lane=hold\) and the schema's own"):
+        decide("x", Refused, model=model, rules=[])   # the class's rules hold beside those given
+
+    class Inner(BaseModel):
+        a: bool = False
+
+    class Nested(BaseModel):
+        x: bool
+        inner: Inner = Inner()
+    with pytest.raises(SchemaError, match="`inner.a`: judgments are required bool.*not inside objects"):
+        decide("x", Nested, model=model, known={"inner.a": True})
+
+    class OneRule(BaseModel):
+        rules: ClassVar = implies("urgent", "safe")
+        urgent: bool
+        safe: bool
+    with pytest.raises(UsageError, match="the model's `rules` takes a list of rules"):
+        decide("x", OneRule, model=model)
+    with pytest.raises(UsageError, match="not 1"):
+        implies(1, "safe")
+    with pytest.raises(UsageError, match="known: 1 is not a value of `urgent`"):
+        decide("x", Triage, model=model, known={"urgent": 1})   # 1 == True, but no bool
+
+
+class Rewritten(BaseModel):
+    urgent: bool
+    escalate: bool
+
+    @field_validator("urgent")
+    @classmethod
+    def _always(cls, v):
+        return True
+
+
+def test_the_rules_hold_of_the_answer_as_validated(toy_tokenizer):
+    """A validator that rewrites an answer cannot make the returned record break a rule."""
+    model = tiny_model(toy_tokenizer)
+    with pytest.raises(ExtractionError, match="no answer satisfies every rule"):
+        decide("x", Rewritten, model=model, rules=[implies("urgent", "escalate")], known={"escalate": False})
+    assert decide("x", Rewritten, model=model, rules=[implies("urgent", "escalate")]) == Rewritten(urgent=True,
+                                                                                                 escalate=True)
 
 
 def test_a_model_without_prefill_step_answers_the_same_in_two_passes(toy_tokenizer):

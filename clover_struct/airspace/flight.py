@@ -64,6 +64,9 @@ def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | Extra
                  *, model=None, joint: bool = True, trace: bool = False):
     """DispatchJudgments for a flight of (lat, lon) points at height_m AGL over [start, end]
     (joint=False: each open question answered on its own, the baseline; see decide)."""
+    if not (isinstance(notices, (list, tuple)) and isinstance(zones, (list, tuple))):
+        raise UsageError(f"notices and zones are lists (one zone or ExtractionError per notice), not "
+                         f"{type(notices).__name__} and {type(zones).__name__}")
     if len(notices) != len(zones):
         raise UsageError(f"{len(notices)} notices and {len(zones)} zones: give each notice's zone (or its "
                          f"ExtractionError) in the notices' order")
