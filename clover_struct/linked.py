@@ -10,9 +10,10 @@ its own (`joint=False`) is the baseline that can.
 Rules name fields, optionally with a value (`"action=reroute"`; a bare name
 means True): `implies(a, b)`, `excludes(a, b)`, `exactly_one(a, b, ...)`, or
 `predicate(fn)` over the record. A model class may carry its rules as a
-`rules: ClassVar[list]`, which hold beside any given. Facts code computes better (say, from shapely) go in
-as `known` values: written into the canvas the model reads, and fixed in the
-answer; the rest is decided from them and consistently with them.
+`rules: ClassVar[list]`, which hold beside any given. Facts code computes better
+(say, from shapely) go in as `known` values: written into the canvas the model
+reads, and fixed in the answer; the rest is decided from them and consistently
+with them.
 """
 
 from __future__ import annotations

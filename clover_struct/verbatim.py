@@ -11,11 +11,11 @@ not empty (a nullable field says it is absent with null), starts and ends at a w
 not inside a run of ASCII digits or of letters, the letters of other alphabets (é, a
 combining accent) counting as letters (`AB12` is no piece of `AB123`, `caf` none of `café`;
 `N` and `005` are pieces of `4730N005`, and in Chinese any run of characters is a piece), and
-neither starts nor ends with a space. Where the text holds
-no piece the pattern accepts, the slot goes on under its automaton alone, so a verbatim
-slot is never stuck where its automaton is not; but a union variant with a copy it must
-make and the text cannot give (a circle's radius where none is stated) is not chosen while
-another variant or null can be (`pieces_in_turn`, rows.Row.unreachable).
+neither starts nor ends with a space. Where the text holds no piece the pattern accepts,
+the slot goes on under its automaton alone, so a verbatim slot is never stuck where its
+automaton is not; but a union variant with a copy it must make and the text cannot give (a
+circle's radius where none is stated) is not chosen while another variant or null can be
+(`pieces_in_turn`, rows.Row.unreachable).
 
 Matching is done once per text for the whole vocabulary: every token's bytes are looked
 up at every offset (numpy, one pass per token length), so a decoding step only gathers
