@@ -59,7 +59,7 @@ def spread(rows: list, limit: int | None) -> list:
 
 # -- footprints ------------------------------------------------------------------------------
 def circle_ring(lat: float, lon: float, radius_m: float, points: int = RING_POINTS) -> Polygon:
-    """A labelled circle: NoFlyZone.footprint()'s construction, with the data README's points."""
+    """A labelled circle: the data README's ring of points at its radius."""
     return airspace.circle_ring(lat, lon, radius_m, points)
 
 

@@ -479,8 +479,8 @@ class NoFlyZone(BaseModel):
         """
         if self.area is None:
             raise ValueError("the notice defines no zone (area is null): there is no footprint")
-        if isinstance(self.area, CircleArea):
-            return circle_ring(*self.area.center.decimal, self.radius_m)
+        if isinstance(self.area, CircleArea):   # drawn about the circle (its sides touch it): it holds all of it
+            return circle_ring(*self.area.center.decimal, self.radius_m / math.cos(math.pi / CIRCLE_SEGMENTS))
         return Polygon([(lon, lat) for lat, lon in unwrapped(self.polygon)])
 
     def active_at(self, when: datetime) -> bool:
@@ -516,11 +516,8 @@ class NoFlyZone(BaseModel):
 
 
 def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SEGMENTS) -> Polygon:
-    """A circle as a polygon of `points` great-circle destinations from its centre, in (x=lon,
-    y=lat) degrees, drawn about it (its sides touch the circle): a no-fly footprint holds the
-    whole circle, never less."""
-    reach = radius_m / math.cos(math.pi / points)
-    ring = [destination_point(lat, lon, 360 * k / points, reach) for k in range(points)]
+    """A circle as `points` great-circle destinations from its centre, in (x=lon, y=lat) degrees."""
+    ring = [destination_point(lat, lon, 360 * k / points, radius_m) for k in range(points)]
     return Polygon([(x, y) for y, x in ring])
 
 
