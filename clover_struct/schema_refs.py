@@ -409,11 +409,26 @@ def _no_count_met(s: dict) -> str | None:
         if rest is False and s.get("minItems", 0) > len(prefix):
             closed = "additionalItems" if isinstance(s.get("items"), list) else "items"
             return f"minItems {s['minItems']} exceeds the {len(prefix)} items it allows ({closed} false)"
+        values = _values_of(rest) if s.get("uniqueItems") is True and not prefix else None
+        if values is not None and s.get("minItems", 0) > values:
+            return f"minItems {s['minItems']} unique items (uniqueItems) exceeds the {values} values an item may take"
     keys = len(s.get("properties") or {})
     if kind == "object" and s.get("additionalProperties") is False and not s.get("patternProperties") \
             and s.get("minProperties", 0) > keys:
         return f"minProperties {s['minProperties']} exceeds the {keys} keys it allows (additionalProperties false)"
     return None
+
+
+def _values_of(item) -> int | None:
+    """How many values an item schema allows, where it says so itself (an enum, a const, a
+    boolean or null type); None otherwise."""
+    if not isinstance(item, dict):
+        return None
+    if "const" in item:
+        return 1
+    if isinstance(item.get("enum"), list):
+        return len({json.dumps(v, sort_keys=True) for v in item["enum"]})
+    return {"boolean": 2, "null": 1}.get(item["type"]) if isinstance(item.get("type"), str) else None
 
 
 # the keywords that say more of a value than which keys an object has (or which values its
