@@ -322,13 +322,13 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
         i = given[path] = slot_of_path(canvas, path)
         out[i] = _known_value(canvas.slots[i], automata[i], canvas.tokenizer, path, value)
     for path, i in given.items():
-        for g in canvas.groups:
-            if i in g.slots and g.kind == "variant":
+        for g in (g for g in canvas.groups if i in g.slots):
+            if g.kind == "variant":
                 tags = [canvas.tokenizer.encode(t) for t in g.tags]
                 if out.setdefault(g.selector, tags[0]) not in tags:
                     raise UsageError(f"known: `{path}` lies in the member `{g.path}`, which the known "
                                      f"`{canvas.slots[g.selector].path}` does not choose; give one or the other")
-            elif i in g.slots and g.kind == "item" and g.prev is not None and not canvas.groups[g.prev].required \
+            elif g.kind == "item" and g.prev is not None and not canvas.groups[g.prev].required \
                     and not out.keys() & set(canvas.groups[g.prev].slots):   # the items before it would shift
                 raise UsageError(f"known: `{path}` needs the list item before its own, `{canvas.groups[g.prev].path}`, "
                                  "known too (a list's items are written in order): give the items before it, or "

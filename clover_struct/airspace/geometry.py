@@ -21,7 +21,7 @@ from shapely.prepared import prep
 
 from clover_struct.errors import UsageError
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.units import EARTH_RADIUS_M, unwrapped
+from clover_struct.schemas.units import EARTH_RADIUS_M, TURNS, unwrapped
 
 # No terrain model here: for AMSL and STD (flight level) limits the ground is taken to lie
 # at sea level, so a drone's height above ground is also its altitude. The demo region
@@ -30,7 +30,6 @@ from clover_struct.schemas.units import EARTH_RADIUS_M, unwrapped
 GROUND_ELEVATION_M = 0.0
 SAMPLE_SPACING_M = 50.0     # route legs are checked at points this far apart (at most)
 MAX_SAMPLES_PER_LEG = 2000
-TURNS = (0.0, 360.0, -360.0)   # a place as written, and a turn east or west (footprints may lie past 180)
 
 # Altitude bands by ceiling (upper bound in metres, label), for colouring.
 BANDS = ((150.0, "ceiling ≤ 150 m"), (500.0, "ceiling 150–500 m"), (1500.0, "ceiling 500–1500 m"),
@@ -143,9 +142,10 @@ def samples(a: Waypoint, b: Waypoint) -> list[Waypoint]:
                      a.time + (b.time - a.time) * f) for f in (k / n for k in range(n + 1))]
 
 
-def _meets(shape: BaseGeometry, geom: BaseGeometry) -> bool:
-    """Whether `geom` meets `shape` as it stands or a turn east or west (either may lie past 180)."""
-    return any(shape.intersects(translate(geom, xoff=turn)) for turn in TURNS)
+def _turn(shape: BaseGeometry, geom: BaseGeometry) -> float | None:
+    """The shift in longitude (none, or a turn east or west: either may lie past 180) at which
+    `geom` meets `shape`; None where it meets it at none."""
+    return next((turn for turn in TURNS if shape.intersects(translate(geom, xoff=turn))), None)
 
 
 def _why_not(v: Volume, p: Waypoint) -> str:
@@ -192,10 +192,10 @@ def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
         points = samples(a, b)
         path = LineString([(points[0].lon, points[0].lat), (points[-1].lon, points[-1].lat)])
         for v in vols:
-            if not _meets(v.footprint, path):
+            if (turn := _turn(v.footprint, path)) is None:
                 continue
             shape = prep(v.footprint)
-            over = [p for p in points if any(shape.covers(Point(p.lon + turn, p.lat)) for turn in TURNS)]
+            over = [p for p in points if shape.covers(Point(p.lon + turn, p.lat))]
             if not over:
                 continue
             hits = [p for p in over if inside(v, p.lat, p.lon, p.alt_m, p.time)]
@@ -228,7 +228,7 @@ def passages(route: list[tuple[float, float]], height_m: float, start: datetime,
             out.append((False, False, False))
             continue
         v = volume(str(k), zone)
-        if not _meets(v.footprint, track):
+        if _turn(v.footprint, track) is None:
             out.append((False, False, False))
             continue
         within = v.floor_m <= altitude_in(v.floor_ref, height_m) and (

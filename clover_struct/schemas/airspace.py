@@ -27,7 +27,7 @@ from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
 from .readers import read_coordinate, read_limit, read_radius, read_time
-from .units import EARTH_RADIUS_M, VERBATIM, destination_point, unwrapped
+from .units import EARTH_RADIUS_M, TURNS, VERBATIM, destination_point, unwrapped
 
 CIRCLE_SEGMENTS = 64
 # Real boundaries list up to 31 points; a closing repeat of the first makes 32.
@@ -250,9 +250,10 @@ class PolygonArea(BaseModel):
     @field_validator("vertices")
     @classmethod
     def _three_distinct(cls, v: list[Position]) -> list[Position]:
-        if len({p.decimal for p in v}) < 3:
+        points = [p.decimal for p in v]
+        if len(set(points)) < 3:
             raise ValueError("an area needs at least three distinct vertices")
-        if MultiPoint([(lon, lat) for lat, lon in unwrapped([p.decimal for p in v])]).convex_hull.area < 1e-12:
+        if MultiPoint([(lon, lat) for lat, lon in unwrapped(points)]).convex_hull.area < 1e-12:
             raise ValueError("the vertices lie on one line: they bound no area")
         return v
 
@@ -512,7 +513,7 @@ class NoFlyZone(BaseModel):
         if alt_m < self.floor_m or (self.ceiling is not None and alt_m > self.ceiling_m):
             return False
         shape = self.footprint()
-        return any(shape.covers(_ShapelyPoint(lon + k, lat)) for k in (0.0, 360.0, -360.0))
+        return any(shape.covers(_ShapelyPoint(lon + turn, lat)) for turn in TURNS)
 
 
 def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SEGMENTS) -> Polygon:

@@ -172,6 +172,9 @@ def destination_point(lat: float, lon: float, bearing_deg: float, distance_m: fl
     return math.degrees(p2), math.degrees(l2)
 
 
+TURNS = (0.0, 360.0, -360.0)   # a longitude as written, and a turn east or west (a footprint may lie past 180)
+
+
 def unwrapped(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """(lat, lon) points, each longitude moved by whole turns to lie within 180 degrees of the
     one before: a ring or a path across the antimeridian in one piece (longitudes past 180)."""
