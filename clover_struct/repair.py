@@ -119,6 +119,9 @@ def finish(d: Decoded) -> Any:
                 d.ids = ids   # an optional map entry whose key fails (repeats): dropped
                 continue
             error = e
+            if keyword == "uniqueItems" and _known_repeat(d, e.path):
+                raise ExtractionError(e.path, f"{e.reason}; the items that repeat are values given in known=, which "
+                                              "the record keeps: give distinct ones") from None
             if i in d.known:
                 error = ExtractionError(e.path, f"{e.reason}; it is the value given in known=, which the record "
                                                 "keeps: give one the schema accepts")
@@ -316,21 +319,33 @@ def _items_of(canvas, path: str) -> list:
     return [g for g in canvas.groups if g.kind == "item" and re.sub(r"\[\d+\]$", "", g.path) == path]
 
 
+def _item_key(canvas, ids, g) -> tuple[str, ...]:
+    """What item group `g` writes, slot by slot: equal keys are repeated items."""
+    return tuple(canvas.slot_text(ids, i) for i in g.slots)
+
+
+def _known_repeat(d: Decoded, path: str) -> bool:
+    """Whether two items of the list at `path` given whole in known= are the same."""
+    keys = [_item_key(d.canvas, d.ids, g) for g in _items_of(d.canvas, path)
+            if d.canvas.is_present(d.ids, g.index) and set(g.slots) <= d.known]
+    return len(set(keys)) < len(keys)
+
+
 def _without_repeats(d: Decoded, path: str) -> list[int] | None:
     """The ids with each item of the list at `path` that repeats an earlier one dropped if
     it is optional, else given the next-best value of one of its slots that repeats none
-    and passes the slot's checks; None if nothing changed."""
+    and passes the slot's checks; None if nothing changed. Slots given in known= stay."""
     canvas, ids, seen = d.canvas, d.ids, set()
     for g in _items_of(canvas, path):
         if not canvas.is_present(ids, g.index):
             continue
-        key = [canvas.slot_text(ids, i) for i in g.slots]
-        if tuple(key) in seen and not g.required:
+        key = list(_item_key(canvas, ids, g))
+        if tuple(key) in seen and not g.required and not d.known & set(g.slots):
             ids = _emptied(canvas, ids, g.index)
             continue
         for k, i in enumerate(g.slots if tuple(key) in seen else ()):
             s = canvas.slots[i]
-            for _, alt in alternatives(d, i):
+            for _, alt in alternatives(d, i) if i not in d.known else ():
                 trial = ids[:s.start] + alt + ids[s.end:]
                 text = canvas.slot_text(trial, i)
                 try:

@@ -238,6 +238,18 @@ def test_repair_keeps_the_values_given_as_known(model):
     assert e.value.path == "payment<card>.holder", e.value
 
 
+def test_known_items_that_repeat_under_unique_items_are_named(model):
+    """Items given in known= that repeat each other are kept, so the error says so; an item
+    the model writes that repeats a known one is the one dropped."""
+    schema = {"type": "object", "required": ["tags"], "properties": {
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 4}}}
+    with pytest.raises(ExtractionError, match="items that repeat are values given in known=") as e:
+        extract("Tags: red, blue.", schema, model=model, known={"tags[0]": "red", "tags[1]": "red"})
+    assert e.value.path == "tags", e.value
+    got = extract("Tags: red, blue, red.", schema, model=model, known={"tags[0]": "red"})
+    assert got["tags"][0] == "red" and len(set(got["tags"])) == len(got["tags"]), got
+
+
 class NoThinZone(NoFlyZone):
     """A user's stricter zone: its ceiling may not equal its floor."""
 
