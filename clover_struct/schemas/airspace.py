@@ -27,6 +27,7 @@ from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
 from .readers import read_coordinate, read_limit, read_radius, read_time
+from .times import shifted
 from .units import EARTH_RADIUS_M, TURNS, VERBATIM, destination_point, unwrapped
 
 CIRCLE_SEGMENTS = 64
@@ -300,7 +301,7 @@ def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: fl
             raise ValueError(f"cannot read {start!r} as a time: it states no date (or no year) and the end "
                              "gives none")
         for back in (0, 1, 366):   # the same day as the end; the day before (overnight); the year before
-            first = read_time(start, utc_offset_hours, default=last - timedelta(days=back))
+            first = read_time(start, utc_offset_hours, default=shifted(last, timedelta(days=-back), start))
             if first is None or first <= last:
                 break
     if not last_dated:
@@ -308,7 +309,7 @@ def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: fl
             raise ValueError(f"cannot read {end!r} as a time: it states no date (or no year) and the start "
                              "gives none")
         for on in (0, 1, 366):   # the same day as the start; the day after (overnight); the year after
-            last = read_time(end, utc_offset_hours, default=first + timedelta(days=on))
+            last = read_time(end, utc_offset_hours, default=shifted(first, timedelta(days=on), end))
             if last is None or last >= first:
                 break
     return first, last
@@ -531,6 +532,6 @@ def daily_windows(schedule: Optional[str]) -> list[tuple[int, int]]:
     found = [tuple(map(int, w)) for w in _WINDOW.findall(text)]
     if not found or _DAILY_NOISE.sub("", _WINDOW.sub("", text)):
         return []
-    if any(h > 24 or m > 59 for a, b, c, d in found for h, m in ((a, b), (c, d))):
+    if any(h * 60 + m > 1440 or m > 59 for a, b, c, d in found for h, m in ((a, b), (c, d))):
         return []
     return [(a * 60 + b, c * 60 + d) for a, b, c, d in found]

@@ -6,7 +6,7 @@ notices or named in the no-fly-zone issue:
 
 - compact ICAO, hemisphere after or before: ``510718N``, ``5107N``, ``510718.5N``,
   ``N2609``, ``E11430``, pairs ``253000N1213000E``, ``N354800E0982500``, Q-line ``5502N00141W``;
-- spaced groups: ``S05 59 00``, ``43 49 48 S``, ``E 094 23 00``;
+- spaced groups, minutes and seconds of two digits: ``S05 59 00``, ``43 49 48 S``, ``E 094 23 00``;
 - symbols: ``40°26'46"N``, ``40°26.767'N``, ``N 22°32′35″``;
 - decimal degrees with a hemisphere (``31.2304N``) or a sign (``-122.42``);
 - Chinese: ``北纬22.5431度``, ``东经114度03分28秒``, ``北纬31度14分``;
@@ -122,8 +122,8 @@ def _groups(body: str, axis: str | None, hemi: str, text: str) -> list[str]:
             raise ValueError(f"cannot read {text!r} as a coordinate: spaced degrees-minutes-seconds need a "
                              "hemisphere letter (N, S, E, W)")
         return [g for g in m.groups() if g is not None]
-    m = _COMPACT.fullmatch(re.sub(r"\s+", "", body))  # a wrapped line may split the digits
-    if m is None:
+    m = _COMPACT.fullmatch(re.sub(r"\s+", "", body))  # a wrapped line may split the digits, once
+    if m is None or len(re.findall(r"\s+", body)) > 1:
         raise ValueError(f"cannot read {text!r} as a coordinate: {body!r} is not a number in a known notation")
     digits, fraction = m[1], m[2] or ""
     if not hemi:

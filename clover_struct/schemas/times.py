@@ -44,7 +44,7 @@ _CHINESE = re.compile(r"(?:(\d{4})年)?(?:(\d{1,2})月)?(?:(\d{1,2})[日号])?"
                       r"(上午|下午|晚上|傍晚|凌晨|早上|中午)?"
                       r"(?:(\d{1,2})(?:[时点:](?:(\d{1,2})分?|(半))?))?")
 # Zone marks. A named offset wins over the caller's; 'local time' confirms the caller's.
-_OFFSET = re.compile(r"\(?\b(?:UTC|GMT) ?([+-]) ?(\d{1,2})(?::?(\d{2}))?\)?")
+_OFFSET = re.compile(r"\(?\b(?:UTC|GMT) ?([+-]) ?(1[0-4]|0?\d)(?::?([0-5]\d))?(?!\d)\)?")  # not UTC-1800
 _UTC = re.compile(r"\(?\b(?:UTC|GMT)\b\)?|(?<=\d)Z\b")
 _BEIJING = re.compile(r"\(?(?:北京时间|BEIJING TIME|\bBJT\b)\)?")
 _LOCAL = re.compile(r"\(?(?:\bLOCAL TIME\b|\bLOCAL\b|\bLT\b|当地时间)\)?")
@@ -62,7 +62,7 @@ def read_time(text: str, utc_offset_hours: float = 0, default: date | datetime |
     if s in _NO_END:
         return None
     local, _, _ = _read_local(s, _default_local(default, offset), text)
-    return _utc(local, offset)
+    return _utc(local, offset, text)
 
 
 def read_time_range(text: str, utc_offset_hours: float = 0,
@@ -89,13 +89,13 @@ def read_time_range(text: str, utc_offset_hours: float = 0,
             problem = str(e)
             continue
         if not has_clock or (not has_date and end <= start):  # end of that day; overnight window
-            end += timedelta(days=1)
+            end = shifted(end, timedelta(days=1), right)
         readings.append((start, end))
     if len(readings) != 1:
         why = problem if not readings else f"it splits {len(readings)} ways"
         raise ValueError(f"cannot read {text!r} as a time range: {why}")
     start, end = readings[0]
-    return _utc(start, offset), None if end is None else _utc(end, offset)
+    return _utc(start, offset, text), None if end is None else _utc(end, offset, text)
 
 
 def _normal(text: str) -> str:
@@ -133,8 +133,16 @@ def _default_local(default: date | datetime | None, offset: float) -> datetime |
     return None
 
 
-def _utc(local: datetime, offset: float) -> datetime:
-    return (local - timedelta(hours=offset)).replace(tzinfo=timezone.utc)
+def _utc(local: datetime, offset: float, text: str) -> datetime:
+    return shifted(local, timedelta(hours=-offset), text).replace(tzinfo=timezone.utc)
+
+
+def shifted(moment: datetime, delta: timedelta, text: str) -> datetime:
+    """`moment + delta`, or ValueError where that leaves the calendar's years 1 to 9999."""
+    try:
+        return moment + delta
+    except OverflowError:
+        raise ValueError(f"cannot read {text!r} as a time: it lies outside the years 1 to 9999") from None
 
 
 def _read_local(s: str, default: datetime | None, text: str) -> tuple[datetime, bool, bool]:
@@ -151,8 +159,8 @@ def _read_local(s: str, default: datetime | None, text: str) -> tuple[datetime, 
         if m is None or not any(m.groups()):
             raise ValueError(f"cannot read {text!r} as a time: not a Chinese date/time like 2026年12月3日08时30分")
         year, month, day, period, hour, minute, half = m.groups()
-        if hour is not None and period in ("下午", "晚上", "傍晚") and int(hour) < 12:
-            hour = int(hour) + 12  # 下午3时 is 15:00
+        if hour is not None and period:
+            hour = _afternoon(period, int(hour))
         minute = 30 if half else minute
         return _build(year, month, day, hour, minute, default, text)
     s = re.sub(r"(?<=\d)(?:ST|ND|RD|TH)\b", "", s.replace(",", " "))
@@ -166,6 +174,14 @@ def _read_local(s: str, default: datetime | None, text: str) -> tuple[datetime, 
     raise ValueError(f"cannot read {text!r} as a time: not a notation read here (YYMMDDhhmm, PERM, "
                      "'9 Aug 2031 09:30', 'DEC 05 12:00 2026', '1200 UTC December 5, 2026', "
                      "'2026年12月3日08时', '09:30')")
+
+
+def _afternoon(period: str, hour: int) -> int:
+    """The 24-hour hour of a Chinese period's hour: 下午3时 15, 晚上12时 24 (midnight), 中午1时 13,
+    凌晨12时 0; an hour already past noon stays."""
+    if period in ("下午", "晚上", "傍晚") and hour <= 12 or period == "中午" and hour < 11:
+        return hour + 12
+    return 0 if period == "凌晨" and hour == 12 else hour
 
 
 def _clock(s: str, text: str) -> tuple[int, int]:
@@ -202,4 +218,4 @@ def _build(year, month, day, hour, minute, default: datetime | None, text: str) 
         moment = datetime(int(year), int(month), int(day))
     except ValueError as e:
         raise ValueError(f"cannot read {text!r} as a time: {year}-{month}-{day} is not a real date ({e})") from None
-    return moment + timedelta(hours=hour, minutes=minute), has_date, has_clock
+    return shifted(moment, timedelta(hours=hour, minutes=minute), text), has_date, has_clock

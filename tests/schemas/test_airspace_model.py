@@ -192,6 +192,7 @@ def test_daily_schedule_is_enforced_other_schedules_ignored():
     weekly = circle(schedule="MON-FRI 0800-1700")
     assert weekly.contains(47.5, 8.5, 10.0, day + timedelta(hours=20))
     assert daily_windows("SR-SS") == [] and daily_windows("daily 08:00-17:00") == [(480, 1020)]
+    assert daily_windows("DLY 2000-2430") == [] == daily_windows("DLY 0760-0800")   # no time: active all day
 
 
 @pytest.mark.parametrize(
@@ -213,6 +214,8 @@ def test_daily_schedule_is_enforced_other_schedules_ignored():
          "one line"),
         ({"floor": "FL100", "ceiling": "2300FT AMSL"}, "below floor"),   # a flight level over sea level
         ({"ceiling": "FL000"}, "at the surface"),
+        ({"valid_to_raw": "9999-12-31 23:59", "utc_offset_hours": -5}, "outside the years"),  # past datetime's
+        ({"valid_from_raw": "9999-12-31 23:00", "valid_to_raw": "0100"}, "outside the years"),  # range
     ],
 )
 def test_invalid_zones_are_rejected(change, message):
@@ -222,7 +225,7 @@ def test_invalid_zones_are_rejected(change, message):
 
 # -- the patterns admit only notations the readers read ---------------------------------------------
 VALUE_PROBLEMS = re.compile(r"beyond|below 60|not a real date|states no|states a month|above zero|12-hour|"
-                            r"not a time of day|is unlimited")
+                            r"not a time of day|is unlimited|outside the years")
 
 
 @pytest.mark.parametrize("pattern, read", [

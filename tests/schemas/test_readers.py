@@ -117,6 +117,8 @@ def test_axis_must_agree_with_the_hemisphere():
         ("-5N", "both a sign and a hemisphere"),
         ("40.5°26'N", "only the last group may have decimals"),
         ("51.5.5N", "not a number"),
+        ("E10 5 30", "not a number"),   # spaced groups with a one-digit minute (had read 105.5)
+        ("N 1 2 30", "not a number"),
     ],
 )
 def test_read_coordinate_rejects(text, match):
@@ -368,6 +370,11 @@ def test_read_limit_rejects(text, match):
         ("2026年12月3日", 8, utc(2026, 12, 2, 16, 0)),  # a date alone: its start
         ("1200 UTC+8 December 5, 2026", 0, utc(2026, 12, 5, 4, 0)),
         ("2606010700 gmt-5", 0, utc(2026, 6, 1, 12, 0)),
+        ("2026年12月3日晚上12时", 8, utc(2026, 12, 3, 16, 0)),   # midnight at the day's end
+        ("2026年12月3日中午1时", 8, utc(2026, 12, 3, 5, 0)),     # 13:00
+        ("2026年12月3日中午12时", 8, utc(2026, 12, 3, 4, 0)),
+        ("2026年12月3日凌晨12时", 8, utc(2026, 12, 2, 16, 0)),   # midnight at the day's start
+        ("2026-12-03 08:00 UTC+05:30", 0, utc(2026, 12, 3, 2, 30)),
     ],
 )
 def test_read_time(text, offset, expected):
@@ -411,6 +418,8 @@ def test_read_time_fills_what_the_piece_leaves_out_from_default():
         ("0700-2000", "not a notation"),  # a range is read by read_time_range
         ("202606010700000", "not a notation"),
         ("202613010700", "not a real date"),
+        ("9999-12-31 24:00", "outside the years 1 to 9999"),   # past datetime's range (OverflowError)
+        ("999912312400", "outside the years 1 to 9999"),
     ],
 )
 def test_read_time_rejects(text, match):
@@ -425,6 +434,8 @@ def test_read_time_checks_the_offset():
     with pytest.raises(ValueError, match="UTC offset"):
         read_time("2606010700", 5.1)
     assert read_time("2606010700", 5.75) == utc(2026, 6, 1, 1, 15)  # Nepal
+    with pytest.raises(ValueError, match="outside the years 1 to 9999"):
+        read_time("0001-01-01 00:00", 8)
 
 
 @pytest.mark.parametrize(
@@ -442,6 +453,8 @@ def test_read_time_checks_the_offset():
         ("2606010700 - PERM", 0, None, utc(2026, 6, 1, 7, 0), None),
         ("2026-12-03 08:00-2026-12-03 18:00", 0, None, utc(2026, 12, 3, 8, 0), utc(2026, 12, 3, 18, 0)),
         ("9 Aug 2031 09:30 to 11:00", 0, None, utc(2031, 8, 9, 9, 30), utc(2031, 8, 9, 11, 0)),
+        ("0700 UTC-1800 UTC", 5, date(2026, 6, 1), utc(2026, 6, 1, 7, 0), utc(2026, 6, 1, 18, 0)),  # no offset -18
+        ("0700 GMT-1800", 5, date(2026, 6, 1), utc(2026, 6, 1, 7, 0), utc(2026, 6, 1, 18, 0)),
     ],
 )
 def test_read_time_range(text, offset, default, start, end):
@@ -455,6 +468,8 @@ def test_read_time_range_rejects():
         read_time_range("2606010700")
     with pytest.raises(ValueError, match="time range"):
         read_time_range("2606010700 - garbage")
+    with pytest.raises(ValueError, match="outside the years 1 to 9999"):
+        read_time_range("9999-12-31 23:00-0100")
 
 
 MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
