@@ -497,8 +497,7 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
     check_model(model)
     with model_lock(model or default_model()):
         model, canvas, automata = prepare(schema, model, max_tokens)
-        generator = torch.Generator().manual_seed(seed) if seed is not None else None
-        options = dict(threshold=threshold, temperature=temperature, generator=generator, schedule=schedule,
+        options = dict(threshold=threshold, temperature=temperature, seed=seed, schedule=schedule,
                        use_cache=use_cache)
         results: list[Any] = [None] * len(texts)
         traces: list[Trace] = [Trace() for _ in texts]

@@ -35,6 +35,7 @@ tokens are shown as written either way; the commit rule is the same.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import math
 from dataclasses import dataclass, field
@@ -65,10 +66,17 @@ class Decoded:
 
 
 NOISES = ("mask", "uniform")
-NOISE_SEED = 0   # a uniform-noise model's canvases when the caller gives no generator: the same every call
+NOISE_SEED = 0   # a uniform-noise model's canvases when the caller gives no seed: the same every call
 
 
-def _history(model: DenoisingModel, prompts, use_cache: bool, generator) -> "_History":
+def row_generator(seed: int, prompt: list[int]) -> torch.Generator:
+    """A row's own random stream, from `seed` and its prompt: its noise and samples are the
+    same whatever batch it is decoded in (and so a resumed run gives what one run gives)."""
+    digest = hashlib.blake2b(repr((seed, list(prompt))).encode(), digest_size=8).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest, "little"))
+
+
+def _history(model: DenoisingModel, prompts, use_cache: bool, seed: int | None) -> "_History":
     """The step function for `model`: its noise (`model.noise`, "mask" where it says none) and
     self-conditioning (where its `step` takes `self_conditioning`)."""
     noise = getattr(model, "noise", "mask")
@@ -76,9 +84,8 @@ def _history(model: DenoisingModel, prompts, use_cache: bool, generator) -> "_Hi
         conditioning = "self_conditioning" in inspect.signature(model.step).parameters
     except (TypeError, ValueError):   # a step whose signature cannot be read takes only what the interface names
         conditioning = False
-    if noise == "uniform" and generator is None:
-        generator = torch.Generator().manual_seed(NOISE_SEED)
-    return _History(model, prompts, use_cache, noise=noise, self_conditioning=conditioning, generator=generator)
+    generators = [row_generator(NOISE_SEED if seed is None else seed, p) for p in prompts] if noise == "uniform" else []
+    return _History(model, prompts, use_cache, noise=noise, self_conditioning=conditioning, generators=generators)
 
 
 class _History:
@@ -89,12 +96,13 @@ class _History:
     either way: `logits`.
 
     The model's noise decides what an unwritten slot position shows it: the mask id (as the
-    canvas holds it) for "mask", fresh uniform random tokens from `generator` at every step for
-    "uniform". With `self_conditioning` each step but a block's first passes the model the
-    logits of the step before at every block position, so those steps ask for all of them."""
+    canvas holds it) for "mask", fresh uniform random tokens from the row's own generator
+    (`generators`) at every step for "uniform". With `self_conditioning` each step but a
+    block's first passes the model the logits of the step before at every block position, so
+    those steps ask for all of them."""
 
     def __init__(self, model: DenoisingModel, prompts: list[list[int]], use_cache: bool, *,
-                 noise: str = "mask", self_conditioning: bool = False, generator: torch.Generator | None = None):
+                 noise: str = "mask", self_conditioning: bool = False, generators: list[torch.Generator] = ()):
         if noise not in NOISES:
             raise UsageError(f"the model's noise must be one of {NOISES}, got {noise!r}")
         self.model, self.use_cache, self.device = model, use_cache, model.device
@@ -103,7 +111,7 @@ class _History:
         self.lengths = torch.tensor([len(p) for p in prompts], device=self.device)
         self.cache, self.held, self.cached_to = None, [], 0   # the cache holds rows `held`, canvas[:cached_to]
         self.view, self.view_rows = None, None                # the cache cut to the rows of the last step
-        self.noise, self.generator, self.conditioning = noise, generator, self_conditioning
+        self.noise, self.generators, self.conditioning = noise, generators, self_conditioning
         self.previous, self.previous_rows = None, []          # the last step's logits [rows, block, vocab]
 
     def _ids(self, rows, which, start, end) -> torch.Tensor:
@@ -111,13 +119,14 @@ class _History:
 
     def _block(self, rows, which, start, end) -> torch.Tensor:
         """The block as the model sees it this step: written tokens as they are, unwritten slot
-        positions as the model's noise (uniform: fresh random tokens, drawn on the CPU so a seeded
-        generator gives the same canvas on any device)."""
+        positions as the model's noise (uniform: fresh random tokens from each row's generator,
+        drawn on the CPU so a seed gives the same canvas on any device)."""
         if self.noise == "mask":
             return self._ids(rows, which, start, end)
         ids = torch.tensor([rows[n].ids[start:end] for n in which], dtype=torch.long)
         unwritten = torch.tensor([rows[n].unwritten(start, end) for n in which], dtype=torch.bool)
-        noise = torch.randint(0, self.model.config.vocab_size, ids.shape, generator=self.generator)
+        noise = torch.stack([torch.randint(0, self.model.config.vocab_size, (end - start,), generator=self.generators[n])
+                             for n in which])
         return torch.where(unwritten, noise, ids).to(self.device)
 
     def _asking(self, called, at, first):
@@ -213,7 +222,7 @@ def _commit(r: Row, lp, block_start, block_end, step, schedule, threshold, tempe
 
 @torch.no_grad()
 def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, *, threshold: float = 0.9,
-           temperature: float = 0.0, generator: torch.Generator | None = None,
+           temperature: float = 0.0, seed: int | None = None,
            block_size: int | None = None, known: list[dict] | None = None, barred: list[dict] | None = None,
            schedule: str = "joint", use_cache: bool = True,
            on_step: Callable[[int, int, list[Row]], None] | None = None) -> list[Decoded]:
@@ -229,8 +238,9 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
     "sequential" (one field after another) and "one_token" (one decision per step: the
     most confident next token, or choice, of any slot). use_cache=False re-encodes the
     prompt and the finished blocks at every step instead of reading the prefix cache.
-    generator: temperature sampling's, and a uniform-noise model's random canvases (without
-    one, those are drawn from a generator seeded NOISE_SEED: the same call, the same record).
+    seed: of temperature sampling (without one, torch's global generator) and of a uniform-noise
+    model's random canvases (without one, NOISE_SEED: the same call, the same record); each
+    row draws from its own generator (row_generator), so its record does not hang on its batch.
     on_step(step, passes, rows): called after each step's commits, with the forward passes the
     step took for the whole batch (1, or 2 where the history needed a pass of its own) and every
     canvas's Row (`ids`, `done` per slot, `present` per group): to watch fields settle (the
@@ -239,7 +249,8 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
     if schedule not in SCHEDULES:
         raise UsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     rows = _start(canvases, automata, known, barred)
-    history = _history(model, prompts, use_cache, generator)
+    history = _history(model, prompts, use_cache, seed)
+    samplers = [row_generator(seed, p) if seed is not None else None for p in prompts]
     step = 0
     for block_start, block_end in canvases[0].spans(block_size or model.config.block_size):
         first = True
@@ -258,7 +269,7 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
                 lp, begin = Logprobs(packed[begin:begin + len(w)], w), begin + len(w)
                 rows[n].trace.forward_passes += 1
                 rows[n].trace.steps += 1
-                _commit(rows[n], lp, block_start, block_end, step, schedule, threshold, temperature, generator)
+                _commit(rows[n], lp, block_start, block_end, step, schedule, threshold, temperature, samplers[n])
             if on_step is not None:
                 on_step(step, 1 + max(extra.values(), default=0), rows)
     return [Decoded(r.canvas, r.automata, r.ids, r.trace, r.top, r.state, known=frozenset(fixed))

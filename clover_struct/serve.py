@@ -203,8 +203,7 @@ class Engine:
                     jobs[n].send("partial", partial)
 
         first = jobs[0].request
-        options = dict(threshold=0.9, temperature=first.temperature, schedule="joint", use_cache=True,
-                       generator=None if first.seed is None else torch.Generator().manual_seed(first.seed))
+        options = dict(threshold=0.9, temperature=first.temperature, schedule="joint", use_cache=True, seed=first.seed)
         if ready:
             self.stats["decodes"] += 1
         for n, value, trace in api.decode_jobs(self.model, canvas, automata, ready, options, on_step):

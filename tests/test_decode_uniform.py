@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from clover_struct.api import canvas_marks, prepare
-from clover_struct.decoder import decode
+from clover_struct.decoder import decode, row_generator
 from clover_struct.errors import UsageError
 from clover_struct.rows import slot_positions
 from test_decode_steps import Pair, setup
@@ -23,9 +23,10 @@ def uniform(tok, values=GOLD, **mock):
     return canvas, automata, model, prompt
 
 
-def replayed_noise(model, seed):
-    """The random canvas of every pass, as the decoder must have drawn it from `seed`."""
-    g = torch.Generator().manual_seed(seed)
+def replayed_noise(model, seed, prompt):
+    """The random canvas of every pass of one row, as the decoder must have drawn it from `seed`
+    and the row's prompt."""
+    g = row_generator(seed, prompt)
     return [torch.randint(0, model.config.vocab_size, shown.shape, generator=g) for shown in (p.shown for p in model.seen)]
 
 
@@ -33,12 +34,12 @@ def test_slot_positions_start_as_uniform_noise_reproducible_by_seed(toy_tokenize
     firsts = []
     for seed in (11, 11, 12):
         canvas, automata, model, prompt = uniform(toy_tokenizer)
-        (d,) = decode(model, [prompt], [canvas], [automata], generator=torch.Generator().manual_seed(seed))
+        (d,) = decode(model, [prompt], [canvas], [automata], seed=seed)
         assert canvas.validate(d.ids) == Pair(**GOLD)
         firsts.append(model.seen[0].shown[0])
         inside = torch.tensor(slot_positions(canvas))
         assert torch.equal(firsts[-1][~inside], torch.tensor(canvas.ids)[~inside])   # fixed spans as written
-        assert torch.equal(firsts[-1][inside], replayed_noise(model, seed)[0][0][inside])
+        assert torch.equal(firsts[-1][inside], replayed_noise(model, seed, prompt)[0][0][inside])
     assert torch.equal(firsts[0], firsts[1]) and not torch.equal(firsts[0], firsts[2])
     values = firsts[0][torch.tensor(slot_positions(canvas))]
     assert len(set(values.tolist())) > len(values) // 2 and canvas.mask_id not in values.tolist()
@@ -57,9 +58,9 @@ def test_each_step_renoises_what_is_unwritten_and_never_touches_the_rest(toy_tok
     """One token a slot a step (p=0.6): at every pass a slot position shows either the step's fresh
     noise or the token finally committed there; once committed it stays; fixed spans never change."""
     canvas, automata, model, prompt = uniform(toy_tokenizer, p=0.6)
-    (d,) = decode(model, [prompt], [canvas], [automata], generator=torch.Generator().manual_seed(5))
+    (d,) = decode(model, [prompt], [canvas], [automata], seed=8)
     final, inside = torch.tensor(d.ids), torch.tensor(slot_positions(canvas))
-    noise = replayed_noise(model, 5)
+    noise = replayed_noise(model, 8, prompt)
     assert len(model.seen) == d.trace.steps == 4
     committed = torch.zeros_like(inside)
     for k, (shown, drawn) in enumerate(zip((p.shown for p in model.seen), noise)):
