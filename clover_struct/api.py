@@ -38,8 +38,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from .constraints import compile_canvas
 from .decoder import SCHEDULES, Trace, decode
 from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
