@@ -11,7 +11,7 @@ from typing import Literal, Optional
 import pytest
 from pydantic import BaseModel, Field
 
-from clover_struct import CheckpointError, ExtractionError, cli, decide, extract, extract_many, implies
+from clover_struct import CheckpointError, ExtractionError, cli, decide, extract, extract_many, implies, load_model
 from clover_struct.api import prepare, prompt_ids
 from tiny_models import tiny_diffusion_gemma
 
@@ -130,6 +130,28 @@ def test_a_gemma_style_chat_template_frames_the_prompt(make_toy_tokenizer, tmp_p
     assert rendered[0] == f"<bos><start_of_turn>user\n{instruction}<end_of_turn>\n<start_of_turn>model\n"
     assert ids[0] == tok.token_to_id("<bos>") and ids[-6:] == [tok.token_to_id("<start_of_turn>"), *tok.encode("model")]
     assert isinstance(extract("EGTT closed", Record, model=gemma), Record)
+
+
+def test_the_chat_template_is_read_where_transformers_saves_it(make_toy_tokenizer, tmp_path):
+    """transformers saves a template as chat_template.jinja (it had been passed over for no
+    template); tokenizer_config.json may hold a list of named ones, whose "default" is used."""
+    from transformers import PreTrainedTokenizerFast
+
+    tok = make_toy_tokenizer(["<|endoftext|>", "<|mask|>", "<|pad|>", "<bos>", "<start_of_turn>", "<end_of_turn>"])
+    tiny_diffusion_gemma(tok, tmp_path, canvas=16, std=0.5)
+    theirs = PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"), bos_token="<bos>",
+                                     chat_template=GEMMA_STYLE)
+    theirs.save_pretrained(tmp_path)
+    assert (tmp_path / "chat_template.jinja").is_file()
+    assert load_model(tmp_path).tokenizer.chat_template == GEMMA_STYLE
+    (tmp_path / "chat_template.jinja").unlink()
+    config = tmp_path / "tokenizer_config.json"
+    named = [{"name": "tool_use", "template": "{{ x }}"}, {"name": "default", "template": GEMMA_STYLE}]
+    config.write_text(json.dumps({**json.loads(config.read_text()), "chat_template": named}))
+    assert load_model(tmp_path).tokenizer.chat_template == GEMMA_STYLE
+    config.write_text(json.dumps({"chat_template": named[:1]}))
+    with pytest.raises(CheckpointError, match="tokenizer_config.json: chat_template is neither"):
+        load_model(tmp_path)
 
 
 @pytest.mark.parametrize("template,why", [("{% for m in messages %}", "does not render: Unexpected end"),

@@ -45,10 +45,22 @@ def _decoder_types(spec: dict | None) -> set[str]:
     return {spec.get("type")}
 
 
+def _default_template(value, source: Path) -> str:
+    """tokenizer_config.json's chat_template: a template, or a list of named ones whose
+    "default" is the one used."""
+    if isinstance(value, list):
+        named = {t.get("name"): t.get("template") for t in value if isinstance(t, dict)}
+        value = named.get("default")
+    if not isinstance(value, str):
+        raise CheckpointError(f"{source}: chat_template is neither a template nor a list of named templates with "
+                              "a 'default' one; fix it or remove it")
+    return value
+
+
 class Tokenizer:
     def __init__(self, tokenizer: _HFTokenizer, special_names: dict[str, str] | None = None):
         self._tok = tokenizer
-        self.chat_template: str | None = None  # a Jinja chat template, from tokenizer_config.json
+        self.chat_template: str | None = None  # a Jinja chat template: chat_template.jinja or tokenizer_config.json
         spec = json.loads(tokenizer.to_str())
         self._byte_level = "ByteLevel" in _decoder_types(spec.get("decoder"))
         self.special_ids = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
@@ -82,8 +94,14 @@ class Tokenizer:
                         raise CheckpointError(f"{config}: {key} is {value!r}; expected a token's text, or an "
                                               "object with its 'content'")
                     names[key] = name
-                elif key == "chat_template" and isinstance(value, str):
-                    template = value
+                elif key == "chat_template" and value is not None:
+                    template = _default_template(value, config)
+        jinja = path.parent / "chat_template.jinja"   # where transformers saves it, ahead of the config's
+        if jinja.is_file():
+            try:
+                template = jinja.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise CheckpointError(f"{jinja}: cannot be read ({e}); copy the checkpoint's file again") from e
         out = cls(tok, names)
         out.chat_template = template
         return out
