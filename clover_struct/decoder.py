@@ -44,7 +44,7 @@ from typing import Any, Callable
 import torch
 
 from .engine.interface import DenoisingModel
-from .errors import UsageError
+from .errors import CheckpointError, UsageError
 from .rows import Logprobs, Row, Trace, choice_scores, confidence, decode_slot
 
 __all__ = ["Decoded", "Trace", "decode", "score_choices", "SCHEDULES"]
@@ -263,6 +263,10 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
             for n, passes in extra.items():
                 rows[n].trace.forward_passes += passes
             packed = torch.log_softmax(logits.float(), -1).cpu()
+            if torch.isnan(packed[:, 0]).any():   # (a NaN or infinite logit makes its whole row NaN)
+                raise CheckpointError(f"{getattr(model, 'source', 'the model')}: the model's logits are NaN or "
+                                      "infinite; its weights or config.json are damaged, or its dtype overflows: "
+                                      "load it in float32, or copy the checkpoint again")
             step += 1
             begin = 0
             for n, w in zip(live, wanted):

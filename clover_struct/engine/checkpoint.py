@@ -56,6 +56,8 @@ def weight_files(root: Path) -> list[Path]:
             names = list(dict.fromkeys(weight_map.values()))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
             raise CheckpointError(f"{index}: not a valid index (needs a 'weight_map' object): {e}") from e
+        if not names:
+            raise CheckpointError(f"{index}: its weight_map names no tensors; copy the checkpoint's index again")
         for name in names:
             if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
                 raise CheckpointError(f"{index} lists {name!r}, which is not a file name in {root}; an index "
@@ -78,6 +80,10 @@ def open_tensors(files: list[Path]) -> dict[str, tuple[Path, object]]:
     """Checkpoint name -> (file, open handle); tensors are fetched lazily (memory-mapped)."""
     found = {}
     for f in files:
+        try:
+            f.open("rb").close()   # (safetensors says "No such file" of a file it may not read)
+        except OSError as e:
+            raise CheckpointError(f"{f}: cannot be opened ({e.strerror or e}); check that it is a file you may read") from e
         try:
             handle = safe_open(str(f), framework="pt", device="cpu")
         except (SafetensorError, OSError) as e:
@@ -125,6 +131,16 @@ def read_tensor(key: str, where) -> torch.Tensor:
         raise CheckpointError(f"{f}: tensor {key} holds NaN or infinite values; the file is damaged: copy or "
                               "convert it again")
     return t
+
+
+def cast(key: str, t: torch.Tensor, device, dtype: torch.dtype, root: Path) -> torch.Tensor:
+    """A weight moved to `device` in `dtype`, checked to stay finite (a weight of 1e5 is
+    infinite in float16)."""
+    out = t.to(device=device, dtype=dtype)
+    if out.dtype != t.dtype and not torch.isfinite(out.sum(dtype=torch.float32)) and not torch.isfinite(out).all():
+        raise CheckpointError(f"{root}: tensor {key} holds values past {str(dtype).removeprefix('torch.')}'s range "
+                              f"(up to {t.abs().max().item():.4g}); load the model in float32 or bfloat16")
+    return out
 
 
 def state_dict_from_files(files: list[Path], found: dict, model: CloverModel) -> dict[str, torch.Tensor]:
@@ -210,18 +226,23 @@ def family_of(config: dict, source: str = "config.json") -> str:
                           f"it reads {', '.join(sorted(FAMILIES))}")
 
 
+DTYPES = (torch.float32, torch.bfloat16, torch.float16)   # what the engine's layers compute in
+
+
 def torch_device(device=None, dtype=None) -> tuple[torch.device, torch.dtype]:
     """The device asked for (default cpu) and the dtype (default bf16 on CUDA, float32 elsewhere)."""
     try:
         device = torch.device(device or "cpu")
     except RuntimeError as e:
         raise UsageError(f"device {device!r} is not a torch device ({e}); use 'cpu' or 'cuda'") from None
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise UsageError(f"device {device!r} cannot run a model; use 'cpu' or 'cuda'")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UsageError("a CUDA device was asked for, but torch sees none; use the CPU (device cpu)")
     if isinstance(dtype, str):   # "bfloat16", "torch.float16"
         dtype = getattr(torch, dtype.removeprefix("torch."), dtype)
-    if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
-        raise UsageError(f"dtype {dtype!r} is not a floating-point torch dtype; use torch.float32, torch.bfloat16 "
+    if dtype is not None and dtype not in DTYPES:
+        raise UsageError(f"dtype {dtype!r} is not one the engine computes in; use torch.float32, torch.bfloat16 "
                          "or torch.float16")
     return device, dtype or (torch.bfloat16 if device.type == "cuda" else torch.float32)
 
@@ -231,9 +252,12 @@ def load_model(path: str | Path, *, device=None, dtype=None):
     if not isinstance(path, (str, Path)):
         raise UsageError(f"load_model takes the path of a model directory, not a {type(path).__name__}")
     root = Path(path)
-    if not root.is_dir():
-        raise CheckpointError(f"{root}: not a model directory (expected config.json and model.safetensors)")
-    config = read_config(root)
+    try:
+        if not root.is_dir():
+            raise CheckpointError(f"{root}: not a model directory (expected config.json and model.safetensors)")
+        config = read_config(root)
+    except OSError as e:   # a name too long, a folder one may not enter
+        raise CheckpointError(f"{root}: cannot be read ({e.strerror or e}); check the path and its permissions") from e
     module, _, function = FAMILIES[family_of(config, str(root / "config.json"))].partition(":")
     load = getattr(importlib.import_module(f".{module}", __package__), function)
     device, dtype = torch_device(device, dtype)
@@ -241,6 +265,8 @@ def load_model(path: str | Path, *, device=None, dtype=None):
         model = load(root, config, device, dtype)
     except CloverError:
         raise
+    except OSError as e:
+        raise CheckpointError(f"{root}: cannot be read ({e}); check the path and its permissions") from e
     except Exception as e:   # a config value of the wrong type, a size torch refuses, memory...
         raise CheckpointError(f"{root}: the model cannot be built from config.json and its weights "
                               f"({type(e).__name__}: {e}); check config.json's values against the weights") from e
@@ -286,7 +312,7 @@ def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dty
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)
     tensors = state_dict_from_files(files, found, model)
-    tensors = {k: v.to(device=device, dtype=dtype) for k, v in tensors.items()}
+    tensors = {k: cast(k, v, device, dtype, root) for k, v in tensors.items()}
     model.load_state_dict(tensors, strict=not config.tie_word_embeddings, assign=True)
     model.reset_buffers(device)
     return model

@@ -117,8 +117,8 @@ class ModelConfig:
                 d.setdefault(key, outer.get(key))
         d = {k: v for k, v in d.items() if v is not None}
         rope = d.get("rope_parameters") or d.get("rope_scaling") or {}
-        if rope.get("rope_type", rope.get("type", "default")) != "default":
-            raise CheckpointError(f"{source}: rope type {rope.get('rope_type')!r} is not supported; "
+        if (kind := rope.get("rope_type", rope.get("type", "default"))) != "default":
+            raise CheckpointError(f"{source}: rope type {kind!r} is not supported; "
                                   "only default (un-scaled) RoPE is")
         d.setdefault("rope_theta", rope.get("rope_theta", 10_000.0))
         d.setdefault("partial_rotary_factor", rope.get("partial_rotary_factor", 0.25))

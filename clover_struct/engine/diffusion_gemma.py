@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .cache import PrefixCache
-from .checkpoint import check_layers, open_tensors, read_tensor, read_tokenizer, weight_files
+from .checkpoint import cast, check_layers, open_tensors, read_tensor, read_tokenizer, weight_files
 from .diffusion_gemma_config import DiffusionGemmaConfig
 from .diffusion_gemma_layers import Attention, Layer, Pass, RMSNorm, SelfConditioning, rms_norm
 from .errors import CheckpointError, UsageError
@@ -220,7 +220,8 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
     check_layers(found, config.num_hidden_layers, str(root / "config.json"))
     with torch.device("meta"):
         model = DiffusionGemma(config, tokenizer)
-    tensors = {k: v.to(device=device, dtype=dtype) for k, v in read_weights(files, found, model).items()}
+    tensors = {k: cast(checkpoint_names(k)[0], v, device, dtype, root)
+               for k, v in read_weights(files, found, model).items()}
     model.load_state_dict(tensors, assign=True)
     model.reset_buffers(device)
     return model

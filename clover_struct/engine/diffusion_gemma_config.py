@@ -11,6 +11,7 @@ weights, tensors or schemas.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -80,14 +81,21 @@ class DiffusionGemmaConfig:
         turns every pair; proportional RoPE (full attention) turns the first partial_rotary_factor."""
         p, d = self.rope_parameters.get(kind) or {}, self.head_dim_of(kind)
         rope_type, theta = p.get("rope_type", "default"), p.get("rope_theta", 10_000.0)
-        partial = p.get("partial_rotary_factor", 1.0)
+        partial, factor = p.get("partial_rotary_factor", 1.0), p.get("factor", 1.0)
+        for key, value in (("rope_theta", theta), ("partial_rotary_factor", partial), ("factor", factor)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+                raise CheckpointError(f"config.json: {key} of the {kind} layers' RoPE is {value!r}; expected a "
+                                      "positive number")
+        if partial > 1:
+            raise CheckpointError(f"config.json: partial_rotary_factor of the {kind} layers' RoPE is {partial}; "
+                                  "expected at most 1")
         if rope_type == "default":
             if partial != 1.0:  # transformers could not broadcast such tables either
                 raise CheckpointError(f"config.json: default RoPE with partial_rotary_factor {partial} on "
                                       f"{kind} is not supported")
             return theta, d // 2, 1.0
         if rope_type == "proportional":
-            return theta, int(partial * d // 2), p.get("factor", 1.0)
+            return theta, int(partial * d // 2), factor
         raise CheckpointError(f"config.json: rope_type {rope_type!r} on {kind} is not supported; "
                               "expected default or proportional")
 
@@ -123,9 +131,12 @@ class DiffusionGemmaConfig:
             layer_types[-1] = FULL  # transformers forces the last layer to full attention
         eos = text.get("eos_token_id", 1)
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
+        canvas = d.get("canvas_length", 256)
+        if isinstance(canvas, bool) or not isinstance(canvas, int) or canvas < 1:
+            raise CheckpointError(f"{source}: canvas_length is {canvas!r}; expected a whole number from 1")
         values.update(layer_types=layer_types, rope_parameters=text.get("rope_parameters") or dict(DEFAULT_ROPE),
                       final_logit_softcapping=text.get("final_logit_softcapping", 30.0),
-                      block_size=d.get("canvas_length") or 256, eos_token_id=eos_ids[0] if eos_ids else None,
+                      block_size=canvas, eos_token_id=eos_ids[0] if eos_ids else None,
                       eos_token_ids=eos_ids)
         check_fields(cls, values, source)
         try:

@@ -134,15 +134,49 @@ def test_a_config_value_of_the_wrong_type_is_named_at_load(saved, key, value):
 
 @pytest.mark.parametrize("family, key, value", [
     ("clover", "block_size", -5), ("clover", "partial_rotary_factor", 2), ("clover", "tie_word_embeddings", "no"),
-    ("gemma", "sliding_window", 0), ("gemma", "final_logit_softcapping", "x"), ("gemma", "canvas_length", -4)])
+    ("gemma", "sliding_window", 0), ("gemma", "final_logit_softcapping", "x"), ("gemma", "canvas_length", -4),
+    ("gemma", "canvas_length", 0), ("gemma", "rope_theta", 0), ("gemma", "rope_theta", -1.0)])
 def test_a_value_no_model_can_have_is_named_at_load_not_at_the_first_record(saved, key, value):
     if key == "canvas_length":   # beside text_config
         config = json.loads((saved / "config.json").read_text())
         (saved / "config.json").write_text(json.dumps({**config, key: value}))
+    elif key == "rope_theta":   # (a theta of 0 had loaded, and every logit was NaN)
+        edit_config(saved, rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": value},
+                                            "full_attention": {"rope_type": "default", "rope_theta": 1e4}})
     else:
         edit_config(saved, **{key: value})
-    with pytest.raises(CheckpointError, match=f"{'block_size' if key == 'canvas_length' else key} is"):
+    with pytest.raises(CheckpointError, match=f"{key} "):
         load_model(saved)
+
+
+def test_a_legacy_rope_scaling_is_named_by_its_type(tmp_path, toy_tokenizer):
+    saved = save_model(tiny_model(toy_tokenizer), tmp_path)
+    edit_config(saved, rope_scaling={"type": "yarn", "factor": 4.0})
+    with pytest.raises(CheckpointError, match="rope type 'yarn' is not supported"):
+        load_model(saved)
+
+
+def test_weights_past_the_range_of_the_dtype_asked_for_are_refused(saved):
+    name = replace_tensor(saved, lambda t: t.clone().fill_(1e5))   # finite in float32, infinite in float16
+    load_model(saved)
+    with pytest.raises(CheckpointError, match=f"tensor {re.escape(name)} holds values past float16's range"):
+        load_model(saved, dtype=torch.float16)
+
+
+def test_a_model_whose_logits_are_nan_stops_the_run(saved, family):
+    """Weights that load (finite) but overflow in the forward pass: a CheckpointError, not records
+    of NaN confidence."""
+    replace_tensor(saved, lambda t: t.clone().fill_(3e38))
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    with pytest.raises(CheckpointError, match="logits are NaN or infinite"):
+        extract("n is 3", schema, model=load_model(saved))
+
+
+def test_an_index_that_names_no_tensors_is_blamed(tmp_path, toy_tokenizer):
+    path = save_model(tiny_model(toy_tokenizer), tmp_path, max_shard_bytes=4096)
+    (path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {}}))
+    with pytest.raises(CheckpointError, match="index.json: its weight_map names no tensors"):
+        load_model(path)
 
 
 @pytest.mark.parametrize("config", [{"model_type": ["clover"]}, {"architectures": 5}, {"architectures": [{"a": 1}]}])
@@ -280,13 +314,21 @@ def test_loading_and_extracting_never_open_a_socket(tmp_path, toy_tokenizer, mon
 
 @pytest.mark.parametrize("path, options, message", [
     (123, {}, "takes the path of a model directory, not a int"),
-    (None, {"dtype": torch.int8}, "not a floating-point torch dtype"),
-    (None, {"dtype": "int8"}, "not a floating-point torch dtype"),
-    (None, {"dtype": 5}, "not a floating-point torch dtype"),
+    (None, {"dtype": torch.int8}, "not one the engine computes in"),
+    (None, {"dtype": "int8"}, "not one the engine computes in"),
+    (None, {"dtype": 5}, "not one the engine computes in"),
+    (None, {"dtype": torch.float64}, "not one the engine computes in"),   # (had failed at the first record)
+    (None, {"dtype": torch.float8_e4m3fn}, "not one the engine computes in"),
+    (None, {"device": "meta"}, "cannot run a model"),
 ])
 def test_load_model_arguments_are_usage_errors(path, options, message):
     with pytest.raises(clover_struct.UsageError, match=message):
         load_model(path, **options)
+
+
+def test_a_path_the_system_cannot_read_is_a_checkpoint_error(tmp_path):
+    with pytest.raises(CheckpointError, match="cannot be read .*check the path"):
+        load_model(tmp_path / ("a" * 300))   # a name too long (a raw OSError before)
 
 
 def test_a_dtype_may_be_named():
