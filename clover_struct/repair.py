@@ -212,7 +212,7 @@ def _shortened(d: Decoded, where: tuple, most: int) -> list[int] | None:
     canvas = d.canvas
     keys = {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
     for i, s in enumerate(canvas.slots):
-        if s.json_kind != "value" or s.union or canvas.is_empty(d.ids, i):
+        if s.json_kind != "value" or s.union or s.kind == "choice" or canvas.is_empty(d.ids, i):
             continue
         here = _data_path(canvas, d.ids, s.path, keys)
         inner = next((where[k:] for k in range(len(where) + 1) if path_of(where[:k]) == here), None)

@@ -163,6 +163,9 @@ class Document:
         draft = root.get("$schema") if isinstance(root, dict) else None
         # drafts 3 and 4 name a subschema's URI `id` (a `$id` there is an unknown word), later ones `$id`
         self.id = "id" if isinstance(draft, str) and re.search(r"draft-0[34]/", draft) else "$id"
+        # up to draft 7 a $ref stands alone: the keywords beside it are not read
+        self.ref_alone = isinstance(draft, str) and bool(re.search(r"draft-0[3-7]/", draft))
+        self.draft = draft
         self.base = join_uri(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
         self.ids: dict[str, object] = {}
         self.refs: list[str] = []     # every reference in the document, absolute
@@ -172,6 +175,18 @@ class Document:
 
     def _id(self, s) -> str | None:
         return s.get(self.id) if isinstance(s, dict) and isinstance(s.get(self.id), str) else None
+
+    def allows(self, rules: dict, value) -> bool:
+        """Whether `value` meets `rules` (a value's own keywords: its type, bounds, length, pattern,
+        format) as the document's draft reads them; True where they cannot be read (the layout
+        names what is wrong with them)."""
+        import jsonschema
+        cls = jsonschema.validators.validator_for({"$schema": self.draft} if isinstance(self.draft, str) else {},
+                                                  default=jsonschema.Draft202012Validator)
+        try:
+            return cls(rules, format_checker=cls.FORMAT_CHECKER).is_valid(value)
+        except Exception:   # a pattern Python's re cannot compile, a bound of the wrong kind
+            return True
 
     def _index(self, s, base: str) -> None:
         if not isinstance(s, dict):
@@ -301,7 +316,7 @@ class Document:
                 here = out.base
                 target, out.base, uri = self.lookup(s[key], out.base, path)
                 out.refs.append(uri)
-                rest = {k: v for k, v in s.items() if k not in (key, self.id)}
+                rest = {} if self.ref_alone else {k: v for k, v in s.items() if k not in (key, self.id)}
                 rest = rest if here == out.base else self.anchored(rest, here)   # its references stay its own
                 s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
                 continue
@@ -378,11 +393,11 @@ class Document:
                                           "fix the bounds")
             if (why := _no_count_met(s)) is not None:
                 raise Unsatisfiable(path, f"{why}: no value satisfies that; fix the counts")
-            if "enum" in s and isinstance(s.get("type"), str):
-                kept = [v for v in s["enum"] if is_of_type(v, s["type"])]
+            if "enum" in s and (rules := {k: s[k] for k in SCALAR_RULES if k in s}):
+                kept = [v for v in s["enum"] if self.allows(rules, v)]
                 if not kept:
-                    raise Unsatisfiable(path, f"no value of enum/const {s['enum']!r} is of type {s['type']!r}: no "
-                                              "value satisfies both; fix the type or the values")
+                    raise Unsatisfiable(path, f"no value of enum/const {s['enum']!r} meets the {', '.join(rules)} "
+                                              "beside it: no value satisfies both; fix the values or the rules")
                 s = {**s, "enum": kept} if len(kept) < len(s["enum"]) else s
             if s.get("type") == "null":
                 out.nullable = True
@@ -433,6 +448,9 @@ def _values_of(item) -> int | None:
 
 # the keywords that say more of a value than which keys an object has (or which values its
 # properties take: `properties`, also a key rule's); any other is an annotation, as JSON Schema reads it
+# a value's own keywords, which every value of an enum or const must meet besides
+SCALAR_RULES = ("type", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+                "exclusiveMaximum", "multipleOf")
 VALUE_RULES = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
                "maxLength", "minLength", "pattern", "format", "items", "prefixItems", "additionalItems", "contains",
                "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems",
@@ -478,15 +496,6 @@ def _some_number(s: dict) -> bool:
     least = max(step * (math.floor(b / step) + 1 if strict else math.ceil(b / step))
                 for b, strict in ((lo, False), (xlo, True)) if b is not None)
     return (hi is None or least <= hi) and (xhi is None or least < xhi)
-
-
-def is_of_type(value, t: str) -> bool:
-    """Whether a JSON value is of JSON Schema type `t` (1.0 is an integer, True is no number)."""
-    if t in ("number", "integer"):
-        return (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and (t == "number" or float(value).is_integer()))
-    kinds = {"string": str, "boolean": bool, "object": dict, "array": list, "null": type(None)}
-    return isinstance(value, kinds.get(t, object))
 
 
 def _ref_key(s: dict) -> str | None:

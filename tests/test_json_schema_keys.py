@@ -627,3 +627,19 @@ def test_the_next_best_values_are_every_value_the_slot_takes_cheapest_first(toy_
     assert sorted(map(tuple, every)) == sorted(tuple(v) for _, v in got) and len(got) > 20
     assert [c for c, _ in got] == sorted(c for c, _ in got)
     assert all(abs(c - cost(d, i, v)) < 1e-6 for c, v in got)
+
+
+@pytest.mark.parametrize("draft, kind", [("http://json-schema.org/draft-07/schema#", "string"),
+                                         ("https://json-schema.org/draft/2020-12/schema", None)])
+def test_up_to_draft_7_the_keywords_beside_a_ref_are_not_read(toy_tokenizer, draft, kind):
+    """Draft 7 reads a $ref alone (its validator accepts "AB12" here; the layout had refused the
+    schema, merging a string and an integer); from 2019-09 on the keywords beside it apply too."""
+    schema = {"$schema": draft, "definitions": {"code": {"type": "string", "maxLength": 4}},
+              "$defs": {"code": {"type": "string", "maxLength": 4}}, "type": "object",
+              "properties": {"a": {"$ref": "#/definitions/code" if kind else "#/$defs/code", "type": "integer"}},
+              "required": ["a"]}
+    if kind is None:
+        with pytest.raises(SchemaError, match="no value is both"):
+            build_canvas(schema, toy_tokenizer)
+        return
+    assert finish(decoded(toy_tokenizer, schema, {"a": "AB12"})) == {"a": "AB12"}

@@ -377,6 +377,12 @@ def model(**fields):
     ({"type": "object", "properties": {"n": {"type": "integer", "minimum": float("inf")}}, "required": ["n"]},
      "n", "no integer meets its bounds"),
     ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "", "no value is both"),
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": 2, "const": "hello"}}, "required": ["a"]},
+     "a", r"no value of enum/const \['hello'\] meets the type, maxLength beside it"),   # (an InternalError before)
+    ({"type": "object", "properties": {"a": {"const": "abc", "pattern": "^[0-9]+$"}}, "required": ["a"]},
+     "a", "meets the pattern beside it"),
+    ({"type": "object", "properties": {"a": {"type": "integer", "enum": [1, 3], "minimum": 5}}, "required": ["a"]},
+     "a", "meets the type, minimum beside it"),
     ({"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]}},
       "$ref": "#/$defs/n"}, "next.next.next", "no way to stop"),
 ])
