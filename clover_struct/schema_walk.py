@@ -24,6 +24,7 @@ import bisect
 import json
 import weakref
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -616,7 +617,6 @@ def _whole_pattern(slot: Slot) -> str:
 
 
 
-
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
@@ -637,6 +637,8 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     if mask_id is None or pad_id is None or mask_id == pad_id:
         raise UsageError("the canvas needs distinct mask and pad tokens; pass mask_id= and pad_id=")
     model = schema if isinstance(schema, type) and hasattr(schema, "model_json_schema") else None
+    if model is not None and (model.__module__, model.__qualname__) == ("pydantic.main", "BaseModel"):
+        raise SchemaError("", "BaseModel itself has no fields; give a model of your own (class Record(BaseModel): ...)")
     if isinstance(schema, (str, Path)):
         try:
             schema = read_schema(schema)
@@ -647,14 +649,18 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     if room is None and context is not None:
         room = context * 3 // 4
     try:
-        key = (model or json.dumps(schema, sort_keys=True), max_tokens, mask_id, pad_id, room, vocab_size)
+        key = (model or json.dumps(schema, sort_keys=True, default=_json_number), max_tokens, mask_id, pad_id, room,
+               vocab_size)
     except RecursionError:
         key = None   # past what the JSON writer nests: check_nesting says so
+    except (TypeError, ValueError) as e:   # a set, an object, a dict that holds itself
+        raise SchemaError("", f"the schema holds what JSON has no value for ({e}); give it as JSON data: dicts, "
+                              "lists, strings, numbers, booleans and None") from None
     cache = _CACHE.setdefault(tokenizer, {})
     if key not in cache:
         if model is None:
             check_nesting(schema)
-            raw = schema
+            raw = json.loads(json.dumps(schema, default=_json_number)) if isinstance(schema, dict) else schema
         else:
             from .model_schema import model_schema   # (pydantic is imported only for a model)
             raw = model_schema(model)
@@ -662,6 +668,13 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     if context is not None:
         cache[key].check_fits(context)
     return cache[key]
+
+
+def _json_number(value) -> float:
+    """A Decimal in a schema (json.loads(parse_float=Decimal) reads one so) as the number it is."""
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} {value!r} is not JSON")
 
 
 def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size) -> Canvas:

@@ -392,6 +392,31 @@ def test_schema_errors_name_the_field_and_the_fix(toy_tokenizer, schema, path, f
     assert e.value.path == path and f"`{path or '<root>'}`" in str(e.value)
 
 
+@pytest.mark.parametrize("schema, fix", [
+    (__import__("pydantic").BaseModel, "BaseModel itself has no fields"),
+    ({"type": "object", "properties": {"a": {"enum": {1, 2}}}}, r"holds what JSON has no value for \(set"),
+    ({"type": "object", "properties": {"a": {"const": object()}}}, "holds what JSON has no value for"),
+])
+def test_a_schema_that_is_no_json_schema_is_named_as_such(toy_tokenizer, schema, fix):
+    """Not a bug of ours (these had said "this is a bug in clover-struct")."""
+    with pytest.raises(SchemaError, match=fix):
+        build_canvas(schema, toy_tokenizer)
+    circular = {"type": "object", "properties": {}}
+    circular["properties"]["self"] = circular
+    with pytest.raises(SchemaError, match="Circular reference"):
+        build_canvas(circular, toy_tokenizer)
+
+
+def test_a_schema_read_with_decimal_numbers_is_laid_out_as_its_numbers(toy_tokenizer):
+    """json.loads(parse_float=Decimal) keeps multipleOf 0.01 exact; the layout reads the numbers."""
+    from decimal import Decimal
+
+    text = '{"type": "object", "properties": {"p": {"type": "number", "multipleOf": 0.01, "maximum": 99.5}}}'
+    exact, plain = json.loads(text, parse_float=Decimal), json.loads(text)
+    assert [s.pattern for s in build_canvas(exact, toy_tokenizer).slots] == \
+        [s.pattern for s in build_canvas(plain, toy_tokenizer).slots]
+
+
 def test_a_length_bound_past_what_the_slot_writes_costs_no_counter(toy_tokenizer):
     """A maxLength the slot's tokens cannot reach is no bound for its counter, which would grow with
     it (10**9: gigabytes); one they can reach, and a min_length, are counted."""
