@@ -35,6 +35,7 @@ import re
 import threading
 import weakref
 from collections.abc import Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -335,7 +336,16 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
 
 
 def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
-    """The token ids that write a known `value` in `slot`, exactly; UsageError saying why not."""
+    """The token ids that write a known `value` in `slot`, exactly; UsageError saying why not. A
+    value of a Python type JSON holds as text or a number (a date, a UUID, a Decimal) is that JSON."""
+    if isinstance(value, Decimal):
+        value = int(value) if value == value.to_integral_value() else float(value)
+    elif not isinstance(value, (str, int, float, bool, type(None), list, dict)):
+        from pydantic_core import PydanticSerializationError, to_jsonable_python
+        try:
+            value = to_jsonable_python(value)
+        except PydanticSerializationError:
+            pass   # said below: no JSON value
     try:
         text = slot.render(value)
         ids = tokenizer.encode(text)

@@ -27,6 +27,7 @@ from collections import deque
 from pathlib import Path
 
 from .errors import CheckpointError, CloverError, ExtractionError, SchemaError, UsageError
+from .layout import ObjectNode
 
 RESTARTS = 3        # a dead actor is restarted, and its calls retried, this many times before the run stops
 WINDOW = 2          # batches in flight per actor: one decoding, one waiting, so no actor idles
@@ -70,7 +71,7 @@ def outcome(result: tuple) -> tuple:
     value, trace = result
     if isinstance(value, CloverError):
         return None, value.reason if isinstance(value, ExtractionError) and value.path == "" else str(value), None
-    return (value.model_dump(mode="json") if hasattr(value, "model_dump") else value), None, trace.lowest
+    return (value.model_dump(mode="json", by_alias=True) if hasattr(value, "model_dump") else value), None, trace.lowest
 
 
 def _rebuild(cls, args):
@@ -109,8 +110,10 @@ class Extractor:
         self.model = model if loaded else shared_model(model, device)
         with model_lock(self.model):
             _, canvas, _ = prepare(schema, self.model)   # the schema checked, its automata built, once
-        self.fields = list(schema.model_fields) if hasattr(schema, "model_fields") else \
-            list(canvas.schema.get("properties", {}))
+        if columns and not (isinstance(canvas.tree, ObjectNode) and canvas.tree.extra is None):
+            raise UsageError("columns=True makes a column of each of the record's keys, but this schema's record is "
+                             "no object of named keys (a list, a value, a union or a map); leave columns out")
+        self.fields = [key for key, _ in canvas.tree.fields] if columns else []   # as the JSON names them
 
     def __reduce__(self):   # pickled as its arguments: the copy loads (or reuses) its model where it lands
         return _rebuild, (type(self), self._args)

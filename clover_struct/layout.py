@@ -223,12 +223,13 @@ _EMPTY = object()   # fill: an all-pad slot
 
 
 def model_validated(model, data: Any, text: str | None = None):
-    """`model.model_validate(data)`, its validators given the source `text` as info.context["text"].
+    """`data` (JSON values) validated as the JSON it is (a strict model takes a date or a UUID as
+    a string there), the model's validators given the source `text` as info.context["text"].
     A value the model rejects raises pydantic's ValidationError; a validator that raises anything
     else (the model's own code failing), ExtractionError."""
     from pydantic import ValidationError
     try:
-        return model.model_validate(data, context=None if text is None else {"text": text})
+        return model.model_validate_json(json.dumps(data), context=None if text is None else {"text": text})
     except ValidationError:
         raise
     except Exception as e:

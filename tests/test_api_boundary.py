@@ -2,6 +2,7 @@
 while decoding one record is that record's ExtractionError and never its neighbours'; calls
 from several threads on one model give what sequential calls give."""
 
+import json
 import threading
 from typing import Literal, Optional, Union
 
@@ -137,6 +138,30 @@ def test_an_optional_object_known_as_none_is_left_out(embedded):
     text = "a round plot of radius 4, and a spare box of side 2"
     assert extract(text, Plot, model=embedded, known={"spare": None}).spare is None
     assert extract(text, Plot, model=embedded, known={"spare.side": 2.0}).spare == Box(kind="box", side=2.0)
+
+
+class Aliased(BaseModel):
+    model_config = __import__("pydantic").ConfigDict(strict=True, populate_by_name=True)
+    day: __import__("datetime").date = Field(alias="Day")
+    ref: __import__("uuid").UUID
+    amount: __import__("decimal").Decimal = Field(max_digits=6, decimal_places=2)
+
+
+def test_a_strict_model_takes_its_json_and_known_values_of_its_python_types(embedded):
+    """A strict model validates the record as the JSON it is (a date, a UUID as strings; in Python
+    mode every such field had failed), known= takes a field's own Python type (a date had been
+    refused as no JSON), and a record is written under its aliases, as the schema reads it back."""
+    import datetime
+    import decimal
+    import uuid
+
+    from clover_struct.distributed import outcome
+
+    known = {"Day": datetime.date(2027, 5, 12), "ref": uuid.UUID(int=7), "amount": decimal.Decimal("12.50")}
+    got, trace = extract("Paid 12.50 on 12 May 2027.", Aliased, model=embedded, known=known, trace=True)
+    assert (got.day, got.ref, got.amount) == (datetime.date(2027, 5, 12), uuid.UUID(int=7), decimal.Decimal("12.5"))
+    record, _, _ = outcome((got, trace))
+    assert set(record) == {"Day", "ref", "amount"} and Aliased.model_validate_json(json.dumps(record)) == got
 
 
 def test_decide_takes_known_paths_and_enum_values(model):

@@ -12,7 +12,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field, model_validator
 
-from clover_struct import Extractor, extract_many, load_model
+from clover_struct import Extractor, UsageError, extract_many, load_model
 from clover_struct.distributed import outcome
 from test_cli import SCHEMA, lines, model_dir, run, schema_file  # noqa: F401  (fixtures)
 
@@ -90,6 +90,14 @@ def test_the_extractor_adds_the_record_and_its_error_to_a_batch_of_either_kind(m
     assert list(wide.columns) == ["text", "name", "kind", "error", "confidence"]
     assert [None if r is None else {"name": n, "kind": k} for (r, _, _), n, k in
             zip(expected, wide["name"], wide["kind"])] == [r for r, _, _ in expected]
+
+
+@pytest.mark.parametrize("schema", [{"type": "integer"}, {"type": "object", "additionalProperties": {"type": "integer"}},
+                                    {"type": "array", "items": {"type": "integer"}}])
+def test_columns_are_refused_for_a_record_that_is_no_object_of_named_keys(model_dir, schema):
+    """Its values had been dropped (no column held them, and no error said so)."""
+    with pytest.raises(UsageError, match="no object of named keys"):
+        Extractor(schema, model=model_dir, columns=True)
 
 
 def test_the_extractor_pickles_as_its_arguments_and_says_what_a_batch_lacks(model_dir):
