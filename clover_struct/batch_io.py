@@ -227,6 +227,18 @@ def _sync_directory(folder: Path) -> None:
         os.close(fd)
 
 
+def written_here(path: Path) -> bool:
+    """Whether `path` is empty or starts with a line clover-struct writes (its source, and a
+    record or an error): a file another run may empty."""
+    with open(path, "rb") as f:
+        first = f.readline()
+    try:
+        line = json.loads(first) if first.strip() else {"source": "", "record": None}
+    except ValueError:
+        return False
+    return isinstance(line, dict) and "source" in line and ("record" in line or "error" in line)
+
+
 def done_sources(path: Path) -> tuple[set[str], int]:
     """Sources already in a JSON-lines file, and its line count. A torn tail is truncated away:
     a trailing partial line (a write cut short), or a last line holding NUL bytes or bytes that

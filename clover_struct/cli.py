@@ -29,7 +29,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .batch_io import CliError, OutputLock, Sink, count, done_sources, files, records, roots
+from .batch_io import CliError, OutputLock, Sink, count, done_sources, files, records, roots, written_here
 from .distributed import decode_batch, outcome
 from .errors import CheckpointError, CloverError, UsageError
 from .schema_refs import read_schema
@@ -240,6 +240,9 @@ def extract(args) -> int:
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
         done = {os.path.abspath(d) for d in done | failed}   # however the inputs are spelt this time
         if out is not None and not args.resume:
+            if out.is_file() and not written_here(out):   # an input a folder or glob holds, say
+                raise CliError(f"-o {out} holds lines clover-struct did not write (an input?), which writing would "
+                               "empty; give another -o OUT, or delete it first")
             out.write_bytes(b"")
             err.unlink(missing_ok=True)
         sinks = Sink(out, sys.stdout), Sink(err, sys.stderr)

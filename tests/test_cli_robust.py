@@ -114,6 +114,22 @@ def test_an_input_that_is_also_the_output_is_refused_untouched(tmp_path, model_d
         assert "is also the output" in capsys.readouterr().err and target.read_bytes() == before
 
 
+def test_an_input_a_folder_or_glob_holds_is_never_emptied_as_the_output(tmp_path, model_dir, schema_file, capsys):
+    """-o naming a file the inputs reach through a folder or a glob: its lines are not ours, so it
+    is refused untouched (it had been emptied); an earlier output there is written anew."""
+    folder = tmp_path / "eat"
+    folder.mkdir()
+    feed = feed_of(folder / "notices.jsonl", 2)
+    before = feed.read_bytes()
+    for given in (folder, folder / "*.jsonl"):
+        assert run("extract", given, "--schema", schema_file, "--model", model_dir, "-o", feed) == 2
+        assert "did not write (an input?)" in capsys.readouterr().err and feed.read_bytes() == before
+    out = folder / "out.jsonl"
+    assert run("extract", folder, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 0
+    assert run("extract", folder, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 0
+    assert len(lines(out)) == 2
+
+
 def test_a_resume_knows_the_records_however_the_inputs_are_spelt(tmp_path, model_dir, schema_file, monkeypatch):
     monkeypatch.chdir(tmp_path)
     feed_of(tmp_path / "feed.jsonl", 3)
