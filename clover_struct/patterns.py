@@ -96,9 +96,9 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
         raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}: no string satisfies both; fix the bounds")
     checks = [("format", fmt)] * (fmt in CALENDAR_FORMATS)
     also = None
-    if fmt in formats and pattern is None:
+    if fmt in formats and pattern is None:   # its regex, the length bounds held by the counter
         content, size = formats[fmt]
-        length = None
+        size, length = min(size, hi or size), (lo, hi) if lo or hi is not None else None
     else:
         if pattern is not None and not regular(pattern):   # the automaton holds a looser one; the check the rest
             checks.append(("pattern", pattern))

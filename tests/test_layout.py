@@ -468,6 +468,16 @@ def test_counts_no_value_meets_leave_an_optional_key_out(toy_tokenizer):
     assert [s.path for s in build_canvas(schema, toy_tokenizer).slots] == ["b"]
 
 
+@pytest.mark.parametrize("fmt", ["email", "uri", "hostname"])
+def test_a_length_bound_beside_a_format_is_counted(toy_tokenizer, fmt):
+    """maxLength beside a format the layout writes a regex for is the slot's counter (it had been
+    left to the final check: 80 tokens of e-mail, and no shorter value to mend with)."""
+    schema = {"type": "object", "properties": {"a": {"type": "string", "format": fmt, "minLength": 3, "maxLength": 20}},
+              "required": ["a"]}
+    (slot,) = build_canvas(schema, toy_tokenizer).slots
+    assert slot.length == (3, 20) and slot.budget <= 20
+
+
 def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
     """UUID4, IPvAnyAddress, networks and interfaces (pydantic's own formats), aware and naive
     datetimes, HttpUrl's schemes: a slot takes their forms pydantic takes, not another version or
