@@ -125,8 +125,8 @@ class _History:
             return self._ids(rows, which, start, end)
         ids = torch.tensor([rows[n].ids[start:end] for n in which], dtype=torch.long)
         unwritten = torch.tensor([rows[n].unwritten(start, end) for n in which], dtype=torch.bool)
-        noise = torch.stack([torch.randint(0, self.model.config.vocab_size, (end - start,), generator=self.generators[n])
-                             for n in which])
+        vocab = self.model.config.vocab_size
+        noise = torch.stack([torch.randint(0, vocab, (end - start,), generator=self.generators[n]) for n in which])
         return torch.where(unwritten, noise, ids).to(self.device)
 
     def _asking(self, called, at, first):

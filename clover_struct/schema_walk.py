@@ -403,11 +403,12 @@ class Builder:
         prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
         rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)
         least, most = s.get("minItems", 0), s.get("maxItems")
-        if s.get("contains") is not None and s.get("minContains", 1) >= 1 and not prefix and rest is not False:
-            try:   # the first item is one `contains` asks for, by construction (the check counts the rest)
+        need = s.get("minContains", 1) if s.get("contains") is not None else 0
+        if need >= 1 and not prefix and rest is not False:
+            try:   # the first minContains items are ones `contains` asks for (the check counts the rest)
                 prefix = [merge(self.doc.resolve(rest, path, base).schema,
-                                self.doc.resolve(s["contains"], path, base).schema, f"{path}[0]")]
-                least = max(least, 1)
+                                self.doc.resolve(s["contains"], path, base).schema, f"{path}[0]")] * need
+                least = max(least, need)
             except SchemaError:
                 pass   # items and contains do not merge: the final check alone
         if rest is False:

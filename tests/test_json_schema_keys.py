@@ -495,6 +495,16 @@ def test_the_repair_drops_the_last_optional_items_past_max_contains(toy_tokenize
         finish(decoded(toy_tokenizer, required, {"scores": [9, 10, 10, 1, 2, 9]}))
 
 
+def test_the_first_min_contains_items_are_ones_contains_asks_for(toy_tokenizer):
+    """minContains 2: two items held to `contains` by the layout (one had been, so a list the
+    model ended early failed the final check on every text)."""
+    schema = {**SCORES, "properties": {"scores": {**SCORES["properties"]["scores"], "minContains": 2}}}
+    canvas = build_canvas(schema, toy_tokenizer)
+    held = [s.path for s in canvas.slots if any(c.op == "ge" and c.bound == 9 for c in s.checks)]
+    assert held == ["scores[0]", "scores[1]"]
+    assert [g.required for g in canvas.groups if g.kind == "item"][:3] == [True, True, False]
+
+
 def test_a_one_of_whole_value_matches_at_most_one_member_a_regex_tells_apart(toy_tokenizer, make_toy_tokenizer,
                                                                              monkeypatch):
     """oneOf exclusivity in the grammar: the slot's automaton takes a text of the union's own regex
