@@ -193,8 +193,8 @@ class Builder:
                                                         "additionalProperties is false: no object is valid; add "
                                                         "it to properties")
                 props[k] = matching[0] if matching else extra if isinstance(extra, dict) else {}
-        for extra_schema in (s.get("then"), s.get("else")) if extra in (True, {}) else ():
-            for k, v in ((extra_schema or {}).get("properties") or {}).items() if isinstance(extra_schema, dict) else ():
+        for extra_schema in _conditional(s) if extra in (True, {}) else ():
+            for k, v in (extra_schema.get("properties") or {}).items():
                 props.setdefault(k, v)   # conditional properties: laid out, checked at the end
         written = _written(s, props, required, skip) if self.strict else required
         room = s.get("maxProperties")
@@ -738,16 +738,34 @@ def _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size,
     return canvas, builder.open_parts
 
 
+def _conditional(s) -> list[dict]:
+    """The subschemas that apply to an object on a condition: then, else, and those of
+    dependentSchemas (draft 7: a `dependencies` schema)."""
+    dependent = [*(s.get("dependentSchemas") or {}).values(), *(s.get("dependencies") or {}).values()]
+    return [w for w in (s.get("then"), s.get("else"), *dependent) if isinstance(w, dict)]
+
+
+def _forbids(w, key: str) -> bool:
+    """Whether subschema `w` says an object may not hold `key` (not: {required: [key]}, or key: false)."""
+    banned = w.get("not") if isinstance(w, dict) else None
+    return isinstance(w, dict) and ((w.get("properties") or {}).get(key) is False
+                                    or isinstance(banned, dict) and key in (banned.get("required") or []))
+
+
 def _written(s, props, required, skip) -> list[str]:
     """The keys of a JSON Schema object written always (no key group): those a rule may ask for
     that the repair, which can only leave keys out, could not add. The required ones; the
-    `required` of then/else and of the first key-rule anyOf/oneOf member that the properties
-    describe (schema_refs' `x-written`); those a written key's dependentRequired (or draft-7
-    array `dependencies`) names; then the first optional keys while minProperties asks for more."""
-    rules = [w.get("required", []) for w in (s.get("then"), s.get("else")) if isinstance(w, dict)]
+    `required` of then (else) unless else (then) forbids the key, and of the first key-rule
+    anyOf/oneOf member that the properties describe (schema_refs' `x-written`); those a written
+    key's dependentRequired, or its dependentSchemas' required, names (draft 7: `dependencies`);
+    then the first optional keys while minProperties asks for more."""
+    branches = s.get("then"), s.get("else")
+    rules = [[k for k in w.get("required", []) if not _forbids(other, k)]
+             for w, other in (branches, branches[::-1]) if isinstance(w, dict)]
     keys = [k for k in dict.fromkeys([*required, *s.get("x-written", []), *(k for r in rules for k in r)])
             if k in props and k != skip]
-    needs = {k: v for k, v in (s.get("dependencies") or {}).items() if isinstance(v, list)}
+    needs = {k: v.get("required", []) if isinstance(v, dict) else v if isinstance(v, list) else []
+             for k, v in {**(s.get("dependencies") or {}), **(s.get("dependentSchemas") or {})}.items()}
     needs.update(s.get("dependentRequired") or {})
     for k in keys:   # (keys grows as it is walked)
         keys += [d for d in needs.get(k, []) if d in props and d != skip and d not in keys]

@@ -495,6 +495,29 @@ def test_the_repair_drops_the_last_optional_items_past_max_contains(toy_tokenize
         finish(decoded(toy_tokenizer, required, {"scores": [9, 10, 10, 1, 2, 9]}))
 
 
+@pytest.mark.parametrize("otherwise", [{"not": {"required": ["x"]}}, {"properties": {"x": False}}])
+def test_a_key_then_requires_and_else_forbids_may_be_left_out(toy_tokenizer, otherwise):
+    """It had been written always (so the else side could never hold)."""
+    schema = {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "x": {"type": "integer"}},
+              "required": ["kind"], "if": {"properties": {"kind": {"const": "a"}}},
+              "then": {"required": ["x"]}, "else": otherwise}
+    assert keys(schema, toy_tokenizer) == ["x"]
+    assert finish(decoded(toy_tokenizer, schema, {"kind": "b"})) == {"kind": "b"}
+    assert finish(decoded(toy_tokenizer, schema, {"kind": "a", "x": 3})) == {"kind": "a", "x": 3}
+
+
+@pytest.mark.parametrize("draft, word", [("https://json-schema.org/draft/2020-12/schema", "dependentSchemas"),
+                                         ("http://json-schema.org/draft-07/schema#", "dependencies")])
+def test_the_keys_a_dependent_schema_describes_are_laid_out(toy_tokenizer, draft, word):
+    """billing, described only under dependentSchemas, had no slot: every record with a card failed."""
+    schema = {"$schema": draft, "type": "object", "properties": {"card": {"type": "integer"}}, "required": ["card"],
+              word: {"card": {"properties": {"billing": {"type": "string", "maxLength": 4}}, "required": ["billing"]},
+                     "cash": True}}
+    assert {s.path for s in build_canvas(schema, toy_tokenizer).slots} == {"card", "billing"}
+    assert keys(schema, toy_tokenizer) == []   # the card is written, so is its billing
+    assert finish(decoded(toy_tokenizer, schema, {"card": 41, "billing": "Elm"})) == {"card": 41, "billing": "Elm"}
+
+
 def test_the_first_min_contains_items_are_ones_contains_asks_for(toy_tokenizer):
     """minContains 2: two items held to `contains` by the layout (one had been, so a list the
     model ended early failed the final check on every text)."""
