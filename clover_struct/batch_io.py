@@ -45,6 +45,8 @@ def roots(inputs: list[str]) -> list[Path]:
     """Each INPUT as paths (a glob expanded, sorted); FileNotFoundError for one that names nothing."""
     out = []
     for s in inputs:
+        if s == "-":
+            raise FileNotFoundError("-: standard input is not read; save the texts to a file (one named - is ./-)")
         if os.path.lexists(s):
             out.append(Path(s))
         elif any(c in s for c in "*?["):
@@ -58,7 +60,9 @@ def roots(inputs: list[str]) -> list[Path]:
 
 
 def files(paths: list[Path], exclude=()):
-    """Files in order, each once: directories walked recursively, sorted, hidden entries skipped."""
+    """Files in order, each once: directories walked recursively, sorted, hidden entries skipped.
+    A folder that cannot be listed, or holds no file to read, is itself in the list (records
+    says why it gives nothing)."""
     seen = {os.path.abspath(p) for p in exclude}
     for f in itertools.chain.from_iterable(_walk(p) if p.is_dir() else [p] for p in paths):
         if os.path.abspath(f) not in seen:
@@ -67,17 +71,32 @@ def files(paths: list[Path], exclude=()):
 
 
 def _walk(root: Path):
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        yield from (Path(folder, n) for n in sorted(names)
-                    if n.lower().endswith(SUFFIXES) and not n.startswith("."))
+    """The files to read under `root`, links to folders followed once; a folder that cannot be
+    listed, and `root` where it holds none, as themselves."""
+    failed, found, visited = [], False, set()
+    for folder, dirs, names in os.walk(root, onerror=failed.append, followlinks=True):
+        visited.add(os.path.realpath(folder))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and os.path.realpath(Path(folder, d)) not in visited)
+        for n in sorted(names):
+            if n.lower().endswith(SUFFIXES) and not n.startswith("."):
+                found = True
+                yield Path(folder, n)
+        while failed:
+            yield Path(failed.pop(0).filename)
+    if not found:
+        yield root
 
 
-def records(paths, text_field: str):
-    """(source, text, why) for each record, streamed; `why` says why a record cannot be read (text None)."""
+def records(paths, text_field: str, truncate: bool = False):
+    """(source, text, why) for each record, streamed; `why` says why a record cannot be read (text
+    None). `truncate`: a text file past MAX_TEXT_BYTES is read to there (no context holds more)."""
     for path in paths:
         try:
             info = path.stat()
+            if stat.S_ISDIR(info.st_mode):   # (files lists a folder that gives nothing)
+                os.scandir(path).close()
+                yield str(path), None, f"the folder holds no file to read ({', '.join(SUFFIXES)}; hidden ones skipped)"
+                continue
             if not stat.S_ISREG(info.st_mode):
                 yield str(path), None, "not a regular file (a pipe, device or socket); give text files"
                 continue
@@ -93,11 +112,14 @@ def records(paths, text_field: str):
                         elif raw.strip():
                             yield (f"{path}:{n}", *_line_text(raw, text_field))
                 continue
-            if info.st_size > MAX_TEXT_BYTES:
+            if info.st_size > MAX_TEXT_BYTES and not truncate:
                 yield (str(path), None, f"the file is {_size(info.st_size)}; texts over {_size(MAX_TEXT_BYTES)} "
-                                        "are not read (no model's context holds one); split it")
+                                        "are not read (no model's context holds one); split it, or pass --truncate")
                 continue
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                data = f.read(MAX_TEXT_BYTES + 1)
+            if len(data) > MAX_TEXT_BYTES:
+                data = _whole_characters(data[:MAX_TEXT_BYTES])
         except OSError as e:
             yield str(path), None, f"cannot read the file: {e.strerror or e}"
             continue
@@ -125,6 +147,13 @@ def _lines(f):
         yield n, raw
 
 
+def _whole_characters(data: bytes) -> bytes:
+    """UTF-8 `data` cut short, without the part of a character the cut split."""
+    lead = next((i for i in range(len(data) - 1, max(len(data) - 5, -1), -1) if data[i] & 0xC0 != 0x80), len(data))
+    size = 1 if lead == len(data) or data[lead] < 0x80 else 2 if data[lead] < 0xE0 else 3 if data[lead] < 0xF0 else 4
+    return data if lead + size <= len(data) else data[:lead]
+
+
 def _file_text(data: bytes) -> tuple[str | None, str | None]:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):      # UTF-16 with its byte order mark
         try:
@@ -142,8 +171,14 @@ def _file_text(data: bytes) -> tuple[str | None, str | None]:
 
 def _line_text(raw: bytes, field: str):
     try:
-        obj = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "the line is not UTF-8 text (convert the file to UTF-8, e.g. iconv -f LATIN1 -t UTF-8)"
+    if "\0" in line:
+        return None, "the line holds NUL bytes: binary data, not a JSON line"
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
         return None, f"invalid JSON line ({e})"
     except RecursionError:
         return None, "invalid JSON line (nested too deeply)"
@@ -153,6 +188,11 @@ def _line_text(raw: bytes, field: str):
         return None, f"no `{field}` field; name the text field with --text-field"
     if not isinstance(obj[field], str):
         return None, f"field `{field}` is {type(obj[field]).__name__}, not a string"
+    try:
+        obj[field].encode("utf-8")
+    except UnicodeEncodeError as e:
+        return None, (f"field `{field}` holds a lone surrogate ({obj[field][e.start]!r}: an escape such as \\ud83d "
+                      "without its pair), which no text holds; fix the line")
     return obj[field], None
 
 
@@ -199,8 +239,12 @@ class Sink:
             if created:   # the new name itself survives a power cut
                 _sync_directory(self.path.parent)
         data = line.encode("utf-8")
-        while data:   # one call; more only after a short write
-            data = data[os.write(self.fd, data):]
+        try:
+            while data:   # one call; more only after a short write
+                data = data[os.write(self.fd, data):]
+        except OSError as e:   # a full disk: what is written is whole lines but a torn last one
+            raise CliError(f"{self.path}: cannot write ({e.strerror or e}); free space, then run again with "
+                           "--resume") from e
 
     def sync(self) -> None:
         if self.fd is not None:
@@ -276,7 +320,7 @@ class OutputLock:
         if fcntl is None:
             return self._create_exclusively()
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open(os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -290,19 +334,35 @@ class OutputLock:
             except FileNotFoundError:
                 pass
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
+        self._note_pid()
         return self
 
     def _create_exclusively(self):
         try:
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            self.fd = self._open(os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         except FileExistsError:
             raise CliError(f"{self.out}: another clover-struct run is writing it ({self.path} exists); wait for "
                            f"it to end, or, if no run is (one that crashed), delete {self.path}") from None
-        os.write(self.fd, f"{os.getpid()}\n".encode())
+        self._note_pid()
         return self
+
+    def _open(self, flags: int) -> int:
+        try:
+            return os.open(self.path, flags, 0o644)
+        except (FileExistsError, BlockingIOError):
+            raise
+        except OSError as e:
+            raise CliError(f"-o {self.out}: its lock {self.path.name} cannot be made there ({e.strerror or e}); give "
+                           "an OUT in a folder you may write") from e
+
+    def _note_pid(self) -> None:
+        """The holder's pid in the lock, for the message of a run refused (a full disk leaves it out)."""
+        try:
+            os.ftruncate(self.fd, 0)
+            os.write(self.fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
 
     def __exit__(self, *exc):
         self.path.unlink(missing_ok=True)   # while still held, so no other run holds this file

@@ -192,14 +192,15 @@ def error_path(out: Path) -> Path:
          arg("inputs", nargs="+", metavar="INPUT", help="files, directories (recursive: .txt .md .jsonl) or globs"),
          arg("--schema", required=True, metavar="SPEC", help="package.module:Class or a JSON Schema file"),
          arg("-o", "--output", metavar="OUT", help="output JSONL, errors beside it in OUT.errors.jsonl "
-             "(default: records on stdout, errors on stderr)"),
+             "(default, or -: records on stdout, errors on stderr)"),
          MODEL, DEVICE, arg("--batch-size", type=int, default=16, metavar="N", help="records decoded jointly (default 16)"),
          arg("--text-field", default="text", metavar="F", help="text field of JSONL lines (default text)"),
          arg("--resume", action="store_true", help="skip records already in OUT and its errors file"),
          arg("--truncate", action="store_true", help="read the start of a text longer than the model's context "
              "holds beside the schema (default: such a text is an error row)"),
          arg("--quiet", action="store_true", help="no progress bar"),
-         arg("--json", action="store_true", help="print the summary as a JSON object on stdout"),
+         arg("--json", action="store_true", help="print the summary as a JSON object (on stdout with -o OUT, else "
+             "on stderr, after the error rows)"),
          arg("--min-confidence", type=float, metavar="P", help="a record whose least sure field the model gave "
              "a confidence below P (0-1) goes to the errors, named; every record line carries its `confidence`"),
          arg("--ray", nargs="?", const="", metavar="ADDRESS", help="decode on a Ray cluster (the one at ADDRESS, "
@@ -212,6 +213,7 @@ def extract(args) -> int:
 
     if args.batch_size < 1:
         raise CliError("--batch-size must be at least 1")
+    args.output = None if args.output == "-" else args.output
     if args.resume and not args.output:
         raise CliError("--resume needs -o OUT (it reads what OUT already holds)")
     if args.min_confidence is not None and not 0 <= args.min_confidence <= 1:
@@ -250,7 +252,8 @@ def extract(args) -> int:
         on = sys.stderr.isatty() and not args.quiet
         bar = progress_bar(count(paths, exclude) if on else None, ok + failed_before, on)
         new_ok, new_failed, t0 = 0, 0, time.monotonic()
-        stream = (r for r in records(files(paths, exclude), args.text_field) if os.path.abspath(r[0]) not in done)
+        stream = (r for r in records(files(paths, exclude), args.text_field, args.truncate)
+                  if os.path.abspath(r[0]) not in done)
         # the next batch, or [] (the end) once the input is read or a signal came
         batches = iter(lambda: [] if stop.signal else list(itertools.islice(stream, args.batch_size)), [])
         if args.ray is None:
@@ -294,7 +297,8 @@ def extract(args) -> int:
     if args.json:
         print(json.dumps({"succeeded": ok + new_ok, "failed": failed, "resumed": ok + failed_before,
                           "output": out and str(out), "errors": err and str(err), "seconds": round(seconds, 3),
-                          "stopped_by": stop.signal and stop.signal.name}))
+                          "stopped_by": stop.signal and stop.signal.name}),
+              file=sys.stdout if out else sys.stderr)   # (without -o the records are on stdout)
     else:
         print(f"clover-struct: {ok + new_ok} succeeded, {failed} failed"
               + (f" (see {err})" if err and failed else "")

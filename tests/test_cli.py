@@ -128,11 +128,12 @@ def test_stdout_json_summary_and_a_pydantic_class(tmp_path, model_dir, monkeypat
     argv = ["extract", tmp_path / "a.txt", tmp_path / "*.md", tmp_path / "b.txt", "--schema", "zonemod:Zone",
             "--model", model_dir, "--json", "--quiet"]
     assert run(*argv) == 1
-    out, err = capsys.readouterr()
-    *records, summary = [json.loads(line) for line in out.splitlines()]
+    out, err = capsys.readouterr()   # without -o: records on stdout; error rows, then the summary, on stderr
+    records = [json.loads(line) for line in out.splitlines()]
     assert [r["source"] for r in records] == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
     assert all(set(r["record"]) == {"name", "kind"} for r in records)
-    assert [json.loads(line)["source"] for line in err.splitlines()] == [str(tmp_path / "c.md")]
+    *rows, summary = [json.loads(line) for line in err.splitlines()]
+    assert [row["source"] for row in rows] == [str(tmp_path / "c.md")]
     assert summary["succeeded"] == 2 and summary["failed"] == 1 and summary["output"] is None
 
     (tmp_path / "c.md").write_text("zone gamma")

@@ -103,6 +103,78 @@ def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, 
     assert len(lines(out)) == 6 and len(lines(tmp_path / "out.errors.jsonl")) == 8   # the odd name read back too
 
 
+def test_folders_links_and_encodings_each_give_a_record_or_a_row_that_says_why(tmp_path, model_dir, schema_file,
+                                                                               monkeypatch):
+    """A folder one may not list and an input folder with nothing to read are rows (they had been
+    skipped, exit 0); a link to a folder is walked, once; a JSONL line that is not UTF-8 says so
+    (not a codec's words), as does an escaped lone surrogate."""
+    d, linked, empty = tmp_path / "in", tmp_path / "linked", tmp_path / "empty"
+    for folder in (d / "real", d / "locked", linked, empty):
+        folder.mkdir(parents=True)
+    (d / "real" / "b.txt").write_text("zone real")
+    (d / "locked" / "c.txt").write_text("zone locked")
+    (linked / "a.txt").write_text("zone linked")
+    (d / "link").symlink_to(linked)
+    (d / "loop").symlink_to(d)   # a link back: each folder walked once
+    (d / "lines.jsonl").write_bytes('{"text": "café"}\n'.encode("latin-1") + b'{"text": "\xed\xa0\x80"}\n'
+                                    + b'{"text": "half \\ud83d"}\n')
+    (empty / "notes.json").write_text("{}")
+    scandir = os.scandir
+
+    def refused(path="."):   # (root reads any folder: a folder others may not list, as they see it)
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+    monkeypatch.setattr(os, "scandir", refused)
+    out = tmp_path / "out.jsonl"
+    assert run("extract", d, empty, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 1
+    assert sorted(r["source"].removeprefix(f"{d}/") for r in lines(out)) == ["link/a.txt", "real/b.txt"]
+    errors = {e["source"].removeprefix(f"{d}/"): e["error"] for e in lines(tmp_path / "out.errors.jsonl")}
+    assert set(errors) == {"locked", "lines.jsonl:1", "lines.jsonl:2", "lines.jsonl:3", str(empty)}
+    for source, words in {"locked": "Permission denied", "lines.jsonl:1": "not UTF-8 text", "lines.jsonl:2":
+                          "not UTF-8 text", "lines.jsonl:3": "lone surrogate", str(empty): "holds no file to read"}.items():
+        assert words in errors[source], (source, errors[source])
+
+
+def test_truncate_reads_the_start_of_a_file_past_the_size_read(tmp_path, model_dir, schema_file, monkeypatch):
+    """A text file over MAX_TEXT_BYTES is read to there with --truncate (it had been an error row
+    still), cut before a character the limit splits."""
+    monkeypatch.setattr(batch_io, "MAX_TEXT_BYTES", 2000)
+    (tmp_path / "big.txt").write_text("xx" + "zone é " * 400)   # 3,202 bytes; byte 2,000 falls inside an é
+    argv = ["extract", tmp_path / "big.txt", "--schema", schema_file, "--model", model_dir, "-o"]
+    assert run(*argv, tmp_path / "a.jsonl") == 1
+    assert "pass --truncate" in lines(tmp_path / "a.errors.jsonl")[0]["error"]
+    assert run(*argv, tmp_path / "b.jsonl", "--truncate") == 0
+    assert [(s, len(t.encode())) for s, t, _ in batch_io.records([tmp_path / "big.txt"], "text", True)] == \
+        [(str(tmp_path / "big.txt"), 1999)]
+
+
+def test_dash_is_stdout_for_records_and_no_input(tmp_path, model_dir, schema_file, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    feed = feed_of(tmp_path / "feed.jsonl", 2)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", "-", "--quiet", "--json") == 0
+    printed = capsys.readouterr()
+    assert [json.loads(x)["source"] for x in printed.out.splitlines()] == [f"{feed}:1", f"{feed}:2"]
+    assert json.loads(printed.err)["succeeded"] == 2   # the summary beside the records would read as one
+    assert not (tmp_path / "-").exists()
+    assert run("extract", "-", "--schema", schema_file, "--model", model_dir) == 2
+    assert "standard input is not read" in capsys.readouterr().err
+
+
+def test_a_full_disk_names_the_output_and_the_way_on(tmp_path, model_dir, schema_file, capsys, monkeypatch):
+    feed = feed_of(tmp_path / "feed.jsonl", 2)
+    write = os.write
+
+    def full(fd, data):
+        if fd > 2:
+            raise OSError(28, "No space left on device")
+        return write(fd, data)
+    monkeypatch.setattr(os, "write", full)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "o.jsonl") == 2
+    assert f"{tmp_path / 'o.jsonl'}: cannot write (No space left on device); free space, then run again with " \
+           "--resume" in capsys.readouterr().err
+
+
 def test_an_input_that_is_also_the_output_is_refused_untouched(tmp_path, model_dir, schema_file, capsys):
     feed = feed_of(tmp_path / "feed.jsonl", 2)
     before = feed.read_bytes()
