@@ -22,6 +22,7 @@ import importlib
 import itertools
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -184,6 +185,12 @@ def check_ray(args) -> None:
         raise CliError(str(e)) from None
 
 
+def _readable_here(source: str) -> bool:
+    """Whether a source an earlier run wrote (a file, or a JSONL file's line: `x.jsonl:3`) names
+    a path from the working folder: its sources are relative to the folder it ran in."""
+    return os.path.lexists(source) or os.path.lexists(re.sub(r":\d+$", "", source))
+
+
 def error_path(out: Path) -> Path:
     return out.with_name(out.stem + ".errors.jsonl") if out.suffix else Path(f"{out}.errors.jsonl")
 
@@ -240,6 +247,9 @@ def extract(args) -> int:
             Stop() as stop:
         done, ok = done_sources(out) if args.resume else (set(), 0)
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
+        if (done or failed) and not any(map(_readable_here, itertools.islice(done | failed, 64))):
+            raise CliError(f"--resume: no source {out} holds is a file from this folder (such as "
+                           f"{next(iter(done | failed))}); run it in the folder the earlier run ran in")
         done = {os.path.abspath(d) for d in done | failed}   # however the inputs are spelt this time
         if out is not None and not args.resume:
             if out.is_file() and not written_here(out):   # an input a folder or glob holds, say

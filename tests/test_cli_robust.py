@@ -210,6 +210,10 @@ def test_a_resume_knows_the_records_however_the_inputs_are_spelt(tmp_path, model
     for spelt in (str(tmp_path / "feed.jsonl"), "./feed.jsonl", f"../{tmp_path.name}/feed.jsonl"):
         assert run("extract", spelt, *argv, "--resume") == 0
         assert len(lines(tmp_path / "out.jsonl")) == 3, spelt
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")   # its sources are relative to the folder above: every record had been
+    assert run("extract", "../feed.jsonl", *argv[:-2], "../out.jsonl", "--quiet", "--resume") == 2   # written again
+    assert len(lines(tmp_path / "out.jsonl")) == 3
 
 
 def test_a_second_run_on_the_same_output_refuses_and_the_lock_goes_with_the_run(tmp_path, model_dir, schema_file,
