@@ -121,7 +121,7 @@ def records(paths, text_field: str, truncate: bool = False):
             if len(data) > MAX_TEXT_BYTES:
                 data = _whole_characters(data[:MAX_TEXT_BYTES])
         except OSError as e:
-            yield str(path), None, f"cannot read the file: {e.strerror or e}"
+            yield str(path), None, f"cannot read it: {e.strerror or e}"
             continue
         yield (str(path), *_file_text(data))
 
@@ -149,9 +149,12 @@ def _lines(f):
 
 def _whole_characters(data: bytes) -> bytes:
     """UTF-8 `data` cut short, without the part of a character the cut split."""
-    lead = next((i for i in range(len(data) - 1, max(len(data) - 5, -1), -1) if data[i] & 0xC0 != 0x80), len(data))
-    size = 1 if lead == len(data) or data[lead] < 0x80 else 2 if data[lead] < 0xE0 else 3 if data[lead] < 0xF0 else 4
-    return data if lead + size <= len(data) else data[:lead]
+    for back in range(1, min(4, len(data)) + 1):   # the last character's first byte is at most 4 from the end
+        lead = data[-back]
+        if lead & 0xC0 != 0x80:   # not a continuation byte
+            size = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            return data if size <= back else data[:-back]
+    return data
 
 
 def _file_text(data: bytes) -> tuple[str | None, str | None]:
