@@ -131,8 +131,9 @@ def test_folders_links_and_encodings_each_give_a_record_or_a_row_that_says_why(t
     assert sorted(r["source"].removeprefix(f"{d}/") for r in lines(out)) == ["link/a.txt", "real/b.txt"]
     errors = {e["source"].removeprefix(f"{d}/"): e["error"] for e in lines(tmp_path / "out.errors.jsonl")}
     assert set(errors) == {"locked", "lines.jsonl:1", "lines.jsonl:2", "lines.jsonl:3", str(empty)}
-    for source, words in {"locked": "Permission denied", "lines.jsonl:1": "not UTF-8 text", "lines.jsonl:2":
-                          "not UTF-8 text", "lines.jsonl:3": "lone surrogate", str(empty): "holds no file to read"}.items():
+    for source, words in {"locked": "Permission denied", "lines.jsonl:1": "not UTF-8 text",
+                          "lines.jsonl:2": "not UTF-8 text", "lines.jsonl:3": "lone surrogate",
+                          str(empty): "holds no file to read"}.items():
         assert words in errors[source], (source, errors[source])
 
 

@@ -92,8 +92,8 @@ def test_the_extractor_adds_the_record_and_its_error_to_a_batch_of_either_kind(m
             zip(expected, wide["name"], wide["kind"])] == [r for r, _, _ in expected]
 
 
-@pytest.mark.parametrize("schema", [{"type": "integer"}, {"type": "object", "additionalProperties": {"type": "integer"}},
-                                    {"type": "array", "items": {"type": "integer"}}])
+@pytest.mark.parametrize("schema", [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}},
+                                    {"type": "object", "additionalProperties": {"type": "integer"}}])
 def test_columns_are_refused_for_a_record_that_is_no_object_of_named_keys(model_dir, schema):
     """Its values had been dropped (no column held them, and no error said so)."""
     with pytest.raises(UsageError, match="no object of named keys"):

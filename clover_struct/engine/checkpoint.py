@@ -83,7 +83,8 @@ def open_tensors(files: list[Path]) -> dict[str, tuple[Path, object]]:
         try:
             f.open("rb").close()   # (safetensors says "No such file" of a file it may not read)
         except OSError as e:
-            raise CheckpointError(f"{f}: cannot be opened ({e.strerror or e}); check that it is a file you may read") from e
+            raise CheckpointError(f"{f}: cannot be opened ({e.strerror or e}); check that it is a file you may "
+                                  "read") from e
         try:
             handle = safe_open(str(f), framework="pt", device="cpu")
         except (SafetensorError, OSError) as e:
