@@ -259,6 +259,9 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
     ids = prompt_ids(tok, text, canvas)
     if len(ids) <= room:
         return ids, text
+    if (frame := len(prompt_ids(tok, "", canvas))) >= room:
+        raise SchemaError("", f"the prompt takes {frame} tokens without the text (the instruction and the schema's "
+                              f"title), and the model's context leaves {room} beside the canvas; shorten the title")
     if not truncate:
         error = ExtractionError("", f"the text takes {len(ids)} tokens but the model's context leaves "
                                     f"{room} beside the canvas; shorten it, or pass truncate=True (--truncate on the "

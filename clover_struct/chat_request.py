@@ -10,6 +10,7 @@ nothing of HTTP, models or decoding.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 
@@ -99,16 +100,18 @@ def parse_request(body, served: str) -> Request:
         return isinstance(x, int) and not isinstance(x, bool)
     if body.get("n") is not None and not (whole(body["n"]) and body["n"] == 1):
         raise ApiError(400, "n must be 1: one record per request", param="n")
-    temperature, seed = body.get("temperature") or 0.0, body.get("seed")
+    temperature, seed = body.get("temperature"), body.get("seed")
+    temperature = 0.0 if temperature is None else temperature
     limit = body["max_completion_tokens"] if body.get("max_completion_tokens") is not None else body.get("max_tokens")
-    if not (whole(temperature) or isinstance(temperature, float)) or not 0 <= temperature < float("inf"):
+    if not (whole(temperature) or isinstance(temperature, float)) or not 0 <= temperature <= sys.float_info.max:
         raise ApiError(400, f"temperature must be 0 (greedy, the default) or more, got {temperature!r}",
                        param="temperature")
     if seed is not None and not whole(seed):
         raise ApiError(400, f"seed must be a whole number, got {seed!r}", param="seed")
     if limit is not None and (not whole(limit) or limit < 1):
         raise ApiError(400, f"max_tokens must be a whole number of at least 1, got {limit!r}", param="max_tokens")
-    if not isinstance(body.get("stream", False), bool):
+    stream = False if body.get("stream") is None else body["stream"]
+    if not isinstance(stream, bool):
         raise ApiError(400, "stream must be true or false", param="stream")
     return Request(user_text(body.get("messages")), requested_schema(body.get("response_format")),
-                   float(temperature), seed, limit, body.get("stream", False))
+                   float(temperature), seed, limit, stream)

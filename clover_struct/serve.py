@@ -42,6 +42,7 @@ from .errors import ExtractionError, InternalError, SchemaError, UsageError
 from .layout import KeyNode, ListNode, ObjectNode, OptionalNode
 
 LAYOUTS = 64   # schemas whose canvas and automata are kept
+MAX_DIGITS = 4300   # digits of a whole number in a body (Python reads no more by default)
 
 
 @dataclass
@@ -56,7 +57,7 @@ class Job:
     @property
     def key(self) -> tuple:   # the jobs of a batch with one key share a joint decode
         r = self.request
-        return json.dumps(r.schema, sort_keys=True), r.temperature, r.seed
+        return json.dumps(r.schema), r.temperature, r.seed
 
     def send(self, kind: str, payload) -> None:
         self.loop.call_soon_threadsafe(self._put, kind, payload)
@@ -139,7 +140,7 @@ class Engine:
             await loop.run_in_executor(self.executor, self.decode_batch, batch)
 
     def layout(self, schema: dict):
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema)
         if key not in self.layouts:
             if len(self.layouts) >= LAYOUTS:
                 self.layouts.pop(next(iter(self.layouts)))
@@ -190,6 +191,9 @@ class Engine:
                                           param="messages", code="context_length_exceeded") if over else
                          ApiError(400, f"messages: {e.reason}", param="messages"))
                 continue
+            except SchemaError as e:   # a title the context cannot hold beside the canvas
+                job.send("done", ApiError(400, str(e), param="response_format", code="schema_not_supported"))
+                continue
             ready.append((n, ids, {}, held))
             prompts[n] = len(ids)
         streaming, shown = {n for n, job in enumerate(jobs) if job.request.stream}, {}
@@ -210,14 +214,25 @@ class Engine:
                          else (value, trace, prompts[n], len(canvas)))
 
 
+class _NotANumber(ValueError):
+    """A number in the body JSON has no value for (NaN, Infinity, past a double's range, or
+    with more digits than Python reads)."""
+
+
 def _not_json(word: str):
-    raise ValueError(word)
+    raise _NotANumber(f"{word}, which is not finite")
 
 
 def _finite(text: str) -> float:
     if not math.isfinite(value := float(text)):
-        raise ValueError(text)
+        raise _NotANumber(f"{text}, which is not finite")
     return value
+
+
+def _whole(text: str) -> int:
+    if len(text) > MAX_DIGITS:
+        raise _NotANumber(f"{text[:12]}... of {len(text.lstrip('-'))} digits")
+    return int(text)
 
 
 def extraction_error(e: ExtractionError) -> ApiError:
@@ -274,11 +289,13 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
             if len(body) > max_body:
                 raise too_big
         try:
-            asked = parse_request(json.loads(body, parse_constant=_not_json, parse_float=_finite), served)
+            asked = parse_request(json.loads(body, parse_constant=_not_json, parse_float=_finite, parse_int=_whole),
+                                  served)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise ApiError(400, f"the body is not valid JSON ({e}); send a chat completion request") from None
-        except ValueError as e:   # NaN, Infinity, or a number past a double's range
-            raise ApiError(400, f"the body holds the number {e}, which is not finite; send finite numbers") from None
+        except _NotANumber as e:
+            raise ApiError(400, f"the body holds the number {e}; send finite numbers of at most {MAX_DIGITS} "
+                                "digits") from None
         except RecursionError:
             raise ApiError(400, "the body nests lists and objects deeper than a JSON reader goes; flatten the "
                                 "schema") from None
@@ -324,8 +341,10 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
         return error_response(e)
 
     async def http_error(request, e: HTTPException):
-        return error_response(ApiError(e.status_code, f"{request.method} {request.url.path}: {e.detail}; this "
-                                       "server answers GET /health, GET /v1/models and POST /v1/chat/completions"))
+        response = error_response(ApiError(e.status_code, f"{request.method} {request.url.path}: {e.detail}; this "
+                                           "server answers GET /health, GET /v1/models and POST /v1/chat/completions"))
+        response.headers.update(e.headers or {})   # a 405's Allow
+        return response
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

@@ -407,6 +407,15 @@ def test_a_schema_that_is_no_json_schema_is_named_as_such(toy_tokenizer, schema,
         build_canvas(circular, toy_tokenizer)
 
 
+def test_schemas_that_differ_in_key_order_are_laid_out_each_in_its_own(toy_tokenizer):
+    """The canvas cache had keyed on the schema with sorted keys: the second order got the first's."""
+    props = {"name": {"type": "string", "maxLength": 4}, "floor": {"type": "integer"}}
+    first, second = ({"type": "object", "properties": p, "required": list(p)}
+                     for p in (props, dict(reversed(props.items()))))
+    assert [s.path for s in build_canvas(first, toy_tokenizer).slots] == ["name", "floor"]
+    assert [s.path for s in build_canvas(second, toy_tokenizer).slots] == ["floor", "name"]
+
+
 def test_a_schema_read_with_decimal_numbers_is_laid_out_as_its_numbers(toy_tokenizer):
     """json.loads(parse_float=Decimal) keeps multipleOf 0.01 exact; the layout reads the numbers."""
     from decimal import Decimal
@@ -472,8 +481,8 @@ def test_counts_no_value_meets_leave_an_optional_key_out(toy_tokenizer):
 def test_a_length_bound_beside_a_format_is_counted(toy_tokenizer, fmt):
     """maxLength beside a format the layout writes a regex for is the slot's counter (it had been
     left to the final check: 80 tokens of e-mail, and no shorter value to mend with)."""
-    schema = {"type": "object", "properties": {"a": {"type": "string", "format": fmt, "minLength": 3, "maxLength": 20}},
-              "required": ["a"]}
+    schema = {"type": "object", "required": ["a"],
+              "properties": {"a": {"type": "string", "format": fmt, "minLength": 3, "maxLength": 20}}}
     (slot,) = build_canvas(schema, toy_tokenizer).slots
     assert slot.length == (3, 20) and slot.budget <= 20
 

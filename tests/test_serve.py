@@ -166,6 +166,28 @@ def test_malformed_requests_get_openai_error_objects(url):
                                      "max_completion_tokens": None}))
     assert status == 400 and "more than max_tokens 5" in error["message"]
     assert httpx.get(url + "/v1/nothing").json()["error"]["message"].startswith("GET /v1/nothing")
+    for bad in ("1" + "0" * 400, '""', "[]", "false"):   # a 500, or taken as 0, before
+        status, error = post('{"messages": [{"role": "user", "content": "x"}], "response_format": %s, '
+                             '"temperature": %s}' % (json.dumps(fmt(CONTACT)), bad))
+        assert status == 400 and error["param"] == "temperature", (bad, error)
+    status, error = post('{"messages": [], "seed": %s}' % ("1" * 5000))
+    assert status == 400 and "of 5000 digits" in error["message"] and "sys.set_int" not in error["message"]
+    for schema, where in ((dict(CONTACT, title="\ud800"), "lone surrogate"),   # a 500 ("a bug") before
+                          ({"type": "object", "properties": {"\udc00": {"type": "integer"}}}, "lone surrogate")):
+        status, error = post(json.dumps({"messages": user("x"), "response_format": fmt(schema)}))
+        assert status == 400 and where in error["message"] and error["param"] == "response_format", error
+    untitled = {k: v for k, v in CONTACT.items() if k != "title"}   # the name titles it
+    long_name = {"type": "json_schema", "json_schema": {"name": "n" * 20_000, "schema": untitled}}
+    status, error = post(json.dumps({"messages": user("x"), "response_format": long_name}))
+    assert status == 400 and "shorten the title" in error["message"], error   # not the messages
+    reply = httpx.get(url + "/v1/chat/completions")
+    assert reply.status_code == 405 and "POST" in reply.headers["allow"]
+
+
+def test_null_stream_is_no_stream(url):   # OpenAI's API lets stream be null (a 400 before)
+    reply = httpx.post(url + "/v1/chat/completions", json={"messages": user("Dana, floor 12"), "stream": None,
+                                                          "response_format": fmt(CONTACT)})
+    assert reply.status_code == 200 and json.loads(reply.json()["choices"][0]["message"]["content"])
 
 
 def test_concurrent_requests_of_two_schemas_are_one_batch(model):
