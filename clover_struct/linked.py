@@ -88,14 +88,15 @@ def _check_terms(rule: Rule, canvas, values) -> None:
 
 
 def decide(text: str, schema, *, model=None, rules: list[Rule] | None = None, known: dict | None = None,
-           joint: bool = True, trace: bool = False):
-    """The best assignment of `schema`'s bool/enum fields that satisfies every rule."""
+           joint: bool = True, trace: bool = False, truncate: bool = False):
+    """The best assignment of `schema`'s bool/enum fields that satisfies every rule (truncate=True:
+    of a text longer than the context leaves room for, its start)."""
     check_model(model)
     with model_lock(model or default_model()):
-        return _decide(text, schema, model, rules, known, joint, trace)
+        return _decide(text, schema, model, rules, known, joint, trace, truncate)
 
 
-def _decide(text, schema, model, rules, known, joint, trace):
+def _decide(text, schema, model, rules, known, joint, trace, truncate):
     model, canvas, sets = prepare(schema, model)
     slots = canvas.slots
     if not slots or all(s.path.startswith("{") for s in slots):   # nothing, or a map's entries alone
@@ -134,7 +135,7 @@ def _decide(text, schema, model, rules, known, joint, trace):
     for i, k in given.items():
         ids[slots[i].start:slots[i].end] = sets[i].ids[k].tolist()
 
-    prompt = encode_prompt(model, text, canvas)
+    prompt = encode_prompt(model, text, canvas, truncate)
     try:
         scored, passes = score_choices(model, prompt, canvas, sets, ids)
     except CloverError:
@@ -151,14 +152,16 @@ def _decide(text, schema, model, rules, known, joint, trace):
     def record(assignment):
         return {s.path: value for s, (value, _) in zip(slots, assignment)}
 
+    keys = _rule_keys(canvas.model, {k for k, _ in canvas.tree.fields}) if canvas.model else {}
+
     def satisfies(assignment):
         data = record(assignment)
         try:
             instance = model_validated(canvas.model, data, text) if canvas.model else data
         except ValidationError:   # the model's own validators reject this combination
             return False
-        if canvas.model:   # the answer as returned: a validator may have changed a value
-            data = instance.model_dump(mode="json", by_alias=True)
+        if canvas.model:   # the answer as returned (a validator may have changed a value), by the rules' keys
+            data = {keys.get(k, k): v for k, v in instance.model_dump(mode="json").items()}
         for r in rules:
             try:
                 if not r.holds(instance if r.on_instance else data):
@@ -189,6 +192,13 @@ def _decide(text, schema, model, rules, known, joint, trace):
     t.confidence = {s.path: float(torch.tensor([sc for _, sc in o]).softmax(0).max()) for s, o in zip(slots, options)}
     t.settled_at = {s.path: 1 for s in slots}
     return value, t
+
+
+def _rule_keys(model, keys) -> dict[str, str]:
+    """A model's field names -> the keys its records, and so rules, name them by (an alias a
+    record is read under; a serialization alias is not)."""
+    return {name: next((k for k in (f.validation_alias, f.alias) if isinstance(k, str) and k in keys), name)
+            for name, f in model.model_fields.items()}
 
 
 def _not_a_rule(r):

@@ -3,7 +3,7 @@
 from typing import ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from clover_struct import ExtractionError, SchemaError, UsageError
 from clover_struct.linked import decide, exactly_one, excludes, implies, predicate
@@ -132,6 +132,31 @@ def test_the_rules_hold_of_the_answer_as_validated(toy_tokenizer):
         decide("x", Rewritten, model=model, rules=[implies("urgent", "escalate")], known={"escalate": False})
     assert decide("x", Rewritten, model=model, rules=[implies("urgent", "escalate")]) == Rewritten(urgent=True,
                                                                                                  escalate=True)
+
+
+class Aliased(BaseModel):
+    urgent: bool = Field(validation_alias="isUrgent", serialization_alias="URGENT")
+    escalate: bool = Field(serialization_alias="ESCALATE")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rules_on_aliased_fields_hold(toy_tokenizer, seed):
+    """Rules name a field as its records do (the validation alias); they had been checked on the
+    serialized names, so every rule on such a field held and was broken."""
+    model = tiny_model(toy_tokenizer, seed=seed, std=1.0)
+    answer = decide("x", Aliased, model=model, rules=[implies("isUrgent", "escalate")], known={"isUrgent": True})
+    assert answer.urgent and answer.escalate
+    with pytest.raises(ExtractionError, match="no answer satisfies every rule"):
+        decide("x", Aliased, model=model, rules=[implies("isUrgent", "escalate"), excludes("isUrgent", "escalate")],
+               known={"isUrgent": True})
+
+
+def test_decide_reads_the_start_of_a_long_text_when_told(toy_tokenizer):
+    model = tiny_model(toy_tokenizer)
+    text = "smoke in the cabin " * 2000
+    with pytest.raises(ExtractionError, match="pass truncate=True"):
+        decide(text, Triage, model=model)
+    assert isinstance(decide(text, Triage, model=model, truncate=True), Triage)
 
 
 def test_a_model_without_prefill_step_answers_the_same_in_two_passes(toy_tokenizer):

@@ -61,7 +61,7 @@ def judgment_text(request: str, notices: list[str]) -> str:
 
 def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | ExtractionError],
                  route: list[tuple[float, float]], height_m: float, start: datetime, end: datetime,
-                 *, model=None, joint: bool = True, trace: bool = False):
+                 *, model=None, joint: bool = True, trace: bool = False, truncate: bool = False):
     """DispatchJudgments for a flight of (lat, lon) points at height_m AGL over [start, end]
     (joint=False: each open question answered on its own, the baseline; see decide)."""
     if not (isinstance(notices, (list, tuple)) and isinstance(zones, (list, tuple))):
@@ -84,4 +84,4 @@ def judge_flight(request: str, notices: list[str], zones: list[NoFlyZone | Extra
             rules.append(implies("route_must_change", "action=delay" if soon.pop() else "action=reroute"))
     shown = [t for t, r in zip(notices, relevant) if r] or notices
     return decide(judgment_text(request, shown), DispatchJudgments, model=model, known=facts, rules=rules,
-                  joint=joint, trace=trace)
+                  joint=joint, trace=trace, truncate=truncate)
