@@ -6,7 +6,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from shapely.geometry import Point
 
+from clover_struct.airspace import ed318, geojson
 from clover_struct.airspace.geometry import Waypoint, check_route, route_facts, volumes
 from clover_struct.errors import UsageError
 from clover_struct.schemas import DispatchJudgments, DispatchMessage, judgment_rules_hold
@@ -154,6 +156,49 @@ def test_a_route_check_needs_legs_with_times_in_order():
         check_route([Waypoint(31.21, 121.46, 100.0, end), Waypoint(31.22, 121.48, 100.0, start)], v)
     assert [c.conflict for c in check_route([Waypoint(31.21, 121.46, 100.0, start),
                                              Waypoint(31.22, 121.48, 100.0, end)], v)] == [True]
+
+
+def test_a_zone_narrower_than_the_samples_is_met_where_the_leg_crosses_it():
+    """A 50 m circle on a 400 km leg (samples 200 m apart), and a leg clipping a square's corner
+    by a 30 m chord: the route check had found no crossing where route_facts found a conflict."""
+    start = datetime(2027, 5, 12, 9, tzinfo=timezone.utc)
+    small = NoFlyZone(area=CircleArea(center=Position(lat="30.0000", lon="122.8013"), radius="50 m"), floor="SFC",
+                      ceiling="400FT AGL", uas_only=False)
+    corner = NoFlyZone(area={"kind": "polygon", "vertices": [{"lat": a, "lon": b} for a, b in
+                                                             (("31.0000", "121.0000"), ("31.1000", "121.0000"),
+                                                              ("31.1000", "121.1000"), ("31.0000", "121.1000"))]},
+                       floor="SFC", ceiling="400FT AGL", uas_only=False)
+    tip = (31.0999, 121.0999)   # just inside the north-east corner, between two samples of the leg
+    clip = (tip[0] - 0.03, tip[1] + 0.03), (tip[0] + 0.03012, tip[1] - 0.03012)
+    for z, (a, b) in ((small, ((30.0, 120.8), (30.0, 124.8))), (corner, clip)):
+        assert route_facts([a, b], 50.0, start, start, [z])["conflict"]
+        legs = [Waypoint(*a, 50.0, start), Waypoint(*b, 50.0, start + timedelta(hours=1))]
+        assert [c.conflict for c in check_route(legs, volumes([("z", z)]))] == [True]
+
+
+@pytest.mark.parametrize("lat, radius", [(60.0, "100NM"), (80.0, "100NM"), (0.0, "2700NM"), (-70.0, "300 km")])
+def test_a_circle_s_footprint_holds_the_whole_circle(lat, radius):
+    """Sides straight in degrees bow inwards at high latitudes and large radii: a point 10 m
+    inside the edge had lain outside a 100 NM circle at 60N."""
+    from clover_struct.schemas.units import destination_point
+
+    z = NoFlyZone(area=CircleArea(center=Position(lat=f"{lat:.4f}", lon="10.0000"), radius=radius), floor="SFC",
+                  ceiling="400FT AGL", uas_only=False)
+    for bearing in range(0, 360, 3):
+        y, x = destination_point(lat, 10.0, bearing + 360 / 128, z.radius_m - 10)   # between two corners
+        assert z.footprint().covers(Point(x, y)), bearing
+
+
+def test_the_exports_and_the_route_check_name_what_they_take():
+    z = zone("31.2150", "121.4700", 120)
+    with pytest.raises(UsageError, match="a list of Volume, not NoFlyZone"):
+        geojson([z])
+    with pytest.raises(UsageError, match="a list of Volume, not NoFlyZone"):
+        ed318([z], country="CHN")
+    with pytest.raises(UsageError, match=r"\(id, NoFlyZone\) pairs"):
+        volumes([z])
+    with pytest.raises(UsageError, match="Waypoint"):
+        check_route([(31.2, 121.4), (31.3, 121.5)], volumes([("z", z)]))
 
 
 def test_judging_a_flight_needs_a_zone_per_notice(model_dir):

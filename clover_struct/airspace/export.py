@@ -16,7 +16,7 @@ from shapely.geometry.polygon import orient
 
 from ..errors import UsageError
 from ..schemas.airspace import daily_windows
-from .geometry import Volume
+from .geometry import Volume, checked
 
 
 def _iso(t: Optional[datetime]) -> Optional[str]:
@@ -59,7 +59,7 @@ def feature(v: Volume) -> dict:
 
 
 def geojson(vols: list[Volume]) -> dict:
-    return {"type": "FeatureCollection", "features": [feature(v) for v in vols]}
+    return {"type": "FeatureCollection", "features": [feature(v) for v in checked(vols)]}
 
 
 ED318_REFS = {"STD": "AMSL"}   # ours -> ED-318's where they differ (it has no pressure reference)
@@ -113,4 +113,4 @@ def ed318(vols: list[Volume], country: str, lang: str = "en") -> dict:
     if not (isinstance(country, str) and len(country) == 3 and country.isalpha() and country.isupper()):
         raise UsageError(f"country takes an ISO 3166-1 alpha-3 code such as 'CHN' or 'GBR', not {country!r}")
     return {"type": "FeatureCollection", "metadata": {"provider": [{"text": "clover-struct", "lang": lang}]},
-            "features": [ed318_zone(v, country, lang) for v in vols]}
+            "features": [ed318_zone(v, country, lang) for v in checked(vols)]}

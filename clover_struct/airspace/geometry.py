@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Optional
 
-from shapely import make_valid
+from shapely import get_coordinates, make_valid
 from shapely.affinity import translate
 from shapely.geometry import LineString, Point
 from shapely.geometry.base import BaseGeometry
@@ -21,7 +21,7 @@ from shapely.prepared import prep
 
 from clover_struct.errors import UsageError
 from clover_struct.schemas.airspace import NoFlyZone
-from clover_struct.schemas.units import EARTH_RADIUS_M, TURNS, unwrapped
+from clover_struct.schemas.units import EARTH_RADIUS_M, TURNS, distance_m, unwrapped
 
 # No terrain model here: for AMSL and STD (flight level) limits the ground is taken to lie
 # at sea level, so a drone's height above ground is also its altitude. The demo region
@@ -77,6 +77,8 @@ class Volume:
 
 def volume(zone_id: str, zone: NoFlyZone) -> Volume:
     """The zone's volume; ValueError for a record that defines no zone (area null)."""
+    if not isinstance(zone, NoFlyZone):
+        raise UsageError(f"zone {zone_id!r} is a {type(zone).__name__}: give NoFlyZone records (extract's results)")
     if not zone.defines_zone:
         raise ValueError(f"{zone_id}: the notice defines no zone")
     # A vertex list that crosses itself is no valid polygon, and shapely's overlays fail on it
@@ -89,7 +91,18 @@ def volume(zone_id: str, zone: NoFlyZone) -> Volume:
 
 def volumes(records: list[tuple[str, NoFlyZone]]) -> list[Volume]:
     """The volumes of the records that define a zone (the others restrict nothing)."""
-    return [volume(i, z) for i, z in records if z.defines_zone]
+    if not isinstance(records, (list, tuple)) or not all(isinstance(r, tuple) and len(r) == 2 for r in records):
+        raise UsageError("volumes takes a list of (id, NoFlyZone) pairs, such as [('notice-1', zone)]")
+    return [volume(i, z) for i, z in records if not isinstance(z, NoFlyZone) or z.defines_zone]
+
+
+def checked(vols: list[Volume]) -> list[Volume]:
+    """`vols`, or UsageError where it is no list of Volumes (volumes() makes them of records)."""
+    if not isinstance(vols, (list, tuple)) or not all(isinstance(v, Volume) for v in vols):
+        kinds = sorted({type(v).__name__ for v in vols}) if isinstance(vols, (list, tuple)) else [type(vols).__name__]
+        raise UsageError(f"give the zones' volumes, a list of Volume, not {', '.join(kinds)}: volumes([(id, zone), "
+                         "...]) makes them of NoFlyZone records")
+    return vols
 
 
 # -- route check -------------------------------------------------------------------------------
@@ -126,20 +139,24 @@ def inside(v: Volume, lat: float, lon: float, alt_agl: float, when: datetime) ->
     return v.zone.contains(lat, lon, altitude_in(v.floor_ref, alt_agl), when)
 
 
-def distance_m(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Great-circle distance between two (lat, lon) points (haversine)."""
-    (p1, l1), (p2, l2) = (tuple(map(math.radians, p)) for p in (a, b))
-    h = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin((l2 - l1) / 2) ** 2
-    return 2 * EARTH_RADIUS_M * math.asin(math.sqrt(h))
-
-
-def samples(a: Waypoint, b: Waypoint) -> list[Waypoint]:
+def samples(a: Waypoint, b: Waypoint, also: list[float] = ()) -> list[Waypoint]:
     """Points along a leg, linear in lat, lon, altitude and time (legs are a few km long), the
-    short way round: across the antimeridian, longitudes run past 180."""
+    short way round: across the antimeridian, longitudes run past 180. `also`: fractions of
+    the leg to hold besides (where it crosses a footprint's edge)."""
     n = min(MAX_SAMPLES_PER_LEG, max(1, math.ceil(distance_m((a.lat, a.lon), (b.lat, b.lon)) / SAMPLE_SPACING_M)))
     b_lon = unwrapped([(a.lat, a.lon), (b.lat, b.lon)])[1][1]
     return [Waypoint(a.lat + (b.lat - a.lat) * f, a.lon + (b_lon - a.lon) * f, a.alt_m + (b.alt_m - a.alt_m) * f,
-                     a.time + (b.time - a.time) * f) for f in (k / n for k in range(n + 1))]
+                     a.time + (b.time - a.time) * f) for f in sorted({k / n for k in range(n + 1)} | set(also))]
+
+
+def _edges(path: LineString, shape: BaseGeometry, turn: float) -> list[float]:
+    """Fractions of `path` (shifted by `turn`) where it crosses `shape`'s edge, and the middles
+    between them: a zone narrower than the samples' spacing is met there."""
+    if path.length == 0:
+        return []
+    cut = sorted(path.project(Point(x - turn, y), normalized=True)
+                 for x, y in get_coordinates(translate(path, xoff=turn).intersection(shape)))
+    return cut + [(f + g) / 2 for f, g in zip(cut, cut[1:])]
 
 
 def _turn(shape: BaseGeometry, geom: BaseGeometry) -> float | None:
@@ -181,9 +198,13 @@ def _checked(height_m, start: datetime, end: datetime) -> None:
 
 def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
     """Every (leg, zone) pair whose footprint the leg enters, by leg, then time of entry."""
+    if not isinstance(route, (list, tuple)) or not all(isinstance(w, Waypoint) for w in route):
+        raise UsageError("check_route takes a list of Waypoint(lat, lon, alt_m, time); for (lat, lon) points at "
+                         "one height over a window, use route_facts")
     if len(route) < 2:
         raise UsageError(f"a route of {len(route)} waypoints has no leg: give at least two (a hover: two "
                          f"at one place, at its start and end times)")
+    checked(vols)
     for k, (w, after) in enumerate(zip(route, route[1:] + [None])):
         _position(k, w.lat, w.lon)
         _checked(w.alt_m, w.time, after.time if after else w.time)
@@ -194,7 +215,7 @@ def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
         for v in vols:
             if (turn := _turn(v.footprint, path)) is None:
                 continue
-            shape = prep(v.footprint)
+            points, shape = samples(a, b, _edges(path, v.footprint, turn)), prep(v.footprint)
             over = [p for p in points if shape.covers(Point(p.lon + turn, p.lat))]
             if not over:
                 continue

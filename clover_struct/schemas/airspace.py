@@ -28,7 +28,7 @@ from shapely.geometry import Polygon
 
 from .readers import read_coordinate, read_limit, read_radius, read_time
 from .times import shifted
-from .units import EARTH_RADIUS_M, TURNS, VERBATIM, destination_point, unwrapped
+from .units import EARTH_RADIUS_M, TURNS, VERBATIM, destination_point, distance_m, unwrapped
 
 CIRCLE_SEGMENTS = 64
 # Real boundaries list up to 31 points; a closing repeat of the first makes 32.
@@ -481,8 +481,8 @@ class NoFlyZone(BaseModel):
         """
         if self.area is None:
             raise ValueError("the notice defines no zone (area is null): there is no footprint")
-        if isinstance(self.area, CircleArea):   # drawn about the circle (its sides touch it): it holds all of it
-            return circle_ring(*self.area.center.decimal, self.radius_m / math.cos(math.pi / CIRCLE_SEGMENTS))
+        if isinstance(self.area, CircleArea):
+            return circle_about(*self.area.center.decimal, self.radius_m)
         return Polygon([(lon, lat) for lat, lon in unwrapped(self.polygon)])
 
     def active_at(self, when: datetime) -> bool:
@@ -521,6 +521,22 @@ def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SE
     """A circle as `points` great-circle destinations from its centre, in (x=lon, y=lat) degrees."""
     ring = [destination_point(lat, lon, 360 * k / points, radius_m) for k in range(points)]
     return Polygon([(x, y) for y, x in ring])
+
+
+def circle_about(lat: float, lon: float, radius_m: float) -> Polygon:
+    """A polygon of CIRCLE_SEGMENTS sides in (x=lon, y=lat) degrees that holds the whole circle:
+    its ring drawn out until every side passes outside it (a side straight in degrees bows in,
+    at high latitudes and large radii, past what 1/cos(pi/CIRCLE_SEGMENTS) allows)."""
+    drawn = radius_m / math.cos(math.pi / CIRCLE_SEGMENTS)
+    for _ in range(8):
+        ring = circle_ring(lat, lon, drawn)
+        corners = ring.exterior.coords
+        nearest = min(distance_m((lat, lon), (y1 + (y2 - y1) * f, x1 + (x2 - x1) * f))
+                      for (x1, y1), (x2, y2) in zip(corners, corners[1:]) for f in (0.25, 0.5, 0.75))
+        if nearest >= radius_m:
+            break
+        drawn += (radius_m - nearest) * 1.1
+    return ring
 
 
 def daily_windows(schedule: Optional[str]) -> list[tuple[int, int]]:

@@ -172,6 +172,13 @@ def destination_point(lat: float, lon: float, bearing_deg: float, distance_m: fl
     return math.degrees(p2), math.degrees(l2)
 
 
+def distance_m(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Great-circle distance between two (lat, lon) points (haversine)."""
+    (p1, l1), (p2, l2) = (tuple(map(math.radians, p)) for p in (a, b))
+    h = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin((l2 - l1) / 2) ** 2
+    return 2 * EARTH_RADIUS_M * math.asin(math.sqrt(h))
+
+
 TURNS = (0.0, 360.0, -360.0)   # a longitude as written, and a turn east or west (a footprint may lie past 180)
 
 
