@@ -193,8 +193,11 @@ class Source:
         letter = (((data | 32) >= 97) & ((data | 32) <= 122)) | _alphabetic(self.data)
         kind = np.select([(data >= 48) & (data <= 57), letter], [1, 2], 0)
         space = data == 32
-        self.edge = np.ones(len(data) + 1, bool)          # not inside a run of ASCII digits or of letters
+        self.edge = np.ones(len(data) + 1, bool)          # not inside a run of ASCII digits or of letters,
         self.edge[1:-1] = (kind[:-1] != kind[1:]) | (kind[1:] == 0)
+        origin = np.array(self.origin)                    # nor inside the escape of a control character
+        escaped = np.array([ch < " " or ch in '"\\' for ch in text] + [False], bool)   # (\u0012: no 0012 there)
+        self.edge[1:-1] &= ~((origin[1:-1] == origin[:-2]) & escaped[origin[1:-1]])
         self.begin = self.edge[:-1] & ~space              # a piece neither starts nor ends with a space
         starting = self.begin[pos]
         self.edge[1:] &= ~space                           # (edge: where a piece may end)

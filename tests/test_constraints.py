@@ -470,6 +470,12 @@ def test_a_copied_piece_has_its_place_in_the_text_as_written(toy_tokenizer):
     assert (start, end) == (len(text) - 4, len(text))
     assert [src.span(None, piece.encode()) for piece in ("caf", "Zu", "rich")] == [None, None, None]
     assert src.span(None, "café".encode()) == (13, 17)
+    # a control character's escape is one piece whole: no digits copied out of \u0012 (0012N)
+    text = "WI 1NM OF \x12N 1214312E, quote \\"
+    src = Source(text, pieces(toy_tokenizer, toy_tokenizer.vocab_size))
+    assert src.span(None, b"0012N") is None and src.span(None, b"u0012N") is None
+    assert text[slice(*src.span(None, b"\\u0012N"))] == "\x12N"
+    assert src.span(None, b"\\") is None and src.span(None, b"\\\\") == (len(text) - 1, len(text))
 
 
 def test_a_verbatim_piece_is_not_empty_and_null_says_absent(toy_tokenizer):
