@@ -90,7 +90,7 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
     if pattern is not None and (run := one_run(pattern)):   # its count is a length bound: the counter's
         pattern, lo, hi = f"^{run[0]}*$", max(lo, run[1]), run[2] if hi is None else min(hi, run[2])
     formats = STRICT_FORMATS if strict else FORMATS
-    if fmt in NO_FORMATS:
+    if fmt in NO_FORMATS and not strict:   # a pydantic bytes field; in a JSON Schema, an annotation
         raise SchemaError(path, NO_FORMATS[fmt])
     if hi is not None and hi < lo:
         raise SchemaError(path, f"min_length {lo} exceeds max_length {hi}: no string satisfies both; fix the bounds")

@@ -487,6 +487,12 @@ def test_a_length_bound_beside_a_format_is_counted(toy_tokenizer, fmt):
     assert slot.length == (3, 20) and slot.budget <= 20
 
 
+def test_an_openapi_binary_format_in_a_json_schema_is_an_annotation(toy_tokenizer):
+    """format: binary (OpenAPI's file contents) had refused the whole schema as a bytes field."""
+    schema = {"type": "object", "properties": {"file": {"type": "string", "format": "binary", "maxLength": 8}}}
+    assert [s.path for s in build_canvas(schema, toy_tokenizer).slots] == ["file"]
+
+
 def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
     """UUID4, IPvAnyAddress, networks and interfaces (pydantic's own formats), aware and naive
     datetimes, HttpUrl's schemes: a slot takes their forms pydantic takes, not another version or
