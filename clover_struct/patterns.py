@@ -59,6 +59,7 @@ _RELATIVE = f"(?://{_HOST}(?::[0-9]{{1,5}})?)?(?:/?(?:[A-Za-z0-9._~!$&'()*+,;=@-
 _EMAIL = f"[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@{_HOST}"
 _UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _NET4, _NET6 = f"{_IPV4}(?:/(?:3[0-2]|[12]?[0-9]))?", f"(?:{_IPV6})(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
+_POINTER = r'(?:/(?:[^"\\\x00-\x1f~/]|\\["\\bfnrt]|~[01])*)*'   # RFC 6901, as JSON string content
 _NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NET6}", 43)}
 # format -> (content regex, longest text): JSON Schema's formats and, for pydantic models, pydantic's
 # own as it validates them (UUID4: its version and RFC 4122's variant; IPvAnyAddress; a network,
@@ -67,7 +68,8 @@ _NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NE
 # STRICT_FORMATS, for JSON Schemas.
 _STANDARD = {"date": (_DATE, 10), "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80),
              "hostname": (_HOST, 120), "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120),
-             "uri-reference": (f"{_URI}|{_RELATIVE}", 120)}
+             "uri-reference": (f"{_URI}|{_RELATIVE}", 120), "json-pointer": (_POINTER, 120),
+             "relative-json-pointer": (f"(?:0|[1-9][0-9]*)(?:#|{_POINTER})", 120)}
 FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 25),
            "date-time-aware": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25), "date-time-naive": (f"{_DATE}T{_CLOCK}", 19),
            "ipvanyaddress": (f"{_IPV4}|{_IPV6}", 39),
@@ -87,6 +89,7 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
     format the automaton runs both regexes at once; an unknown format is an annotation. `quoted`:
     the regex stands between quotes (a nullable string's, one in a value's expression)."""
     fmt, lo, hi, pattern = s.get("format"), s.get("minLength", 0), s.get("maxLength"), s.get("pattern")
+    pattern = pattern if pattern is None else anchored_once(pattern)
     if pattern is not None and (run := one_run(pattern)):   # its count is a length bound: the counter's
         pattern, lo, hi = f"^{run[0]}*$", max(lo, run[1]), run[2] if hi is None else min(hi, run[2])
     formats = STRICT_FORMATS if strict else FORMATS
@@ -313,9 +316,9 @@ def _class_end(pattern: str, k: int) -> int:
     return k
 
 
-def _bar_at_top(pattern: str) -> bool:
-    """Whether `pattern` has a `|` outside every group and character class."""
-    depth, k = 0, 0
+def _bars_at_top(pattern: str) -> list[int]:
+    """Where `pattern` has a `|` outside every group and character class."""
+    depth, k, bars = 0, 0, []
     while k < len(pattern):
         c = pattern[k]
         if c == "[":
@@ -323,9 +326,24 @@ def _bar_at_top(pattern: str) -> bool:
         elif c in "()":
             depth += 1 if c == "(" else -1
         elif c == "|" and depth == 0:
-            return True
+            bars.append(k)
         k += 2 if c == "\\" else 1
-    return False
+    return bars
+
+
+def _bar_at_top(pattern: str) -> bool:
+    return bool(_bars_at_top(pattern))
+
+
+def anchored_once(pattern: str) -> str:
+    """`^A$|^B$` as `^(?:A|B)$`, the same language with its anchors at its two ends, where an
+    automaton holds it; any other pattern as it is."""
+    cuts = [-1, *_bars_at_top(pattern), len(pattern)]
+    branches = [pattern[a + 1:b] for a, b in zip(cuts, cuts[1:])]
+    if len(branches) < 2 or not all(b.startswith("^") and b.endswith("$") and not b.endswith("\\$")
+                                    for b in branches):
+        return pattern
+    return "^(?:" + "|".join(b[1:-1] for b in branches) + ")$"
 
 
 def loosened(pattern: str) -> str:
@@ -440,6 +458,16 @@ def _plain_atom(atom: str) -> bool:
         return False
 
 
+# What Python's re reads in a pattern (and so jsonschema) and a token automaton's regexes do not,
+# each with the way to write it that both read.
+_PYTHON_ONLY = ((re.compile(r"\(\?[aiLmsux]+\)"), "an inline flag such as (?i): spell the cases out ([A-Za-z])"),
+                (re.compile(r"(?<!\\)(?:\\\\)*\\[AZ]"), "\\A or \\Z: anchor it with ^ and $"),
+                (re.compile(r"\(\?#"), "a comment (?#...): leave it out"),
+                (re.compile(r"\(\?>"), "an atomic group (?>...): write a plain group (?:...)"),
+                (re.compile(r"\(\?P="), "a named back-reference (?P=name): no grammar holds one; leave it out"),
+                (re.compile(r"(?<!\\)\{,\d+\}"), "a count {,n}: write {0,n}"))
+
+
 def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
     """A `pattern` over the unescaped string, as a regex over the JSON text of the string.
 
@@ -459,6 +487,9 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
     ASCII: before a closing quote, a count of a wider class (`[^.\\s]`) takes time exponential
     in its width too (6 s at 12).
     """
+    for construct, fix in _PYTHON_ONLY:
+        if construct.search(pattern):
+            raise SchemaError(path, f"pattern {pattern!r} holds {fix}")
     head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
     p, out, i = pattern[head:len(pattern) - tail], [], 0
     counted = delimited(pattern) and (not quoted or _plain(_whole(pattern)))
@@ -470,8 +501,9 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
         elif c == "\\" and e in ("s", "S", "w", "W", "D", "p", "P"):
             j = (p.index("}", i) + 1 if p[i + 2:i + 3] == "{" else i + 3) if e in "pP" else j
             out.append(_atom(p[i:j], p[i:j]))
-        elif c == "\\":
-            out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\"}.get(e, p[i:j]))
+        elif c == "\\":   # (\< and \> are the characters to JSON Schema, word edges to the automaton's regexes)
+            out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\", "<": "<",
+                        ">": ">"}.get(e, p[i:j]))
         elif c == "{" and (m := _COUNTED.match(p, i)) and int(m[2]) - int(m[1]) > (
                 _sre.MAXREPEAT if counted else WIDE_REPEAT if _plain_atom(last) else WIDE_CLASS_REPEAT):
             out.append(f"{{{m[1]},}}")
@@ -482,6 +514,7 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
                 raise SchemaError(path, f"pattern {pattern!r} has an unclosed character class; close it with ]")
             body = re.sub(r"(?<!\\)((?:\\\\)*)\[", r"\1\\[", p[i + 1:j])  # a `[` in a Python class is literal
             body = re.sub(r"(?<!\\)((?:\\\\)*)\\d", r"\g<1>0-9", body)      # ASCII digits, as above
+            body = re.sub(r"(?<!\\)((?:\\\\)*)\\([<>])", r"\1\2", body)   # \< is <, as above
             out.append(_atom(p[i:j + 1], f"[{body}]"))
             j += 1
         else:

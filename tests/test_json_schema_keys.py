@@ -676,3 +676,31 @@ def test_up_to_draft_7_the_keywords_beside_a_ref_are_not_read(toy_tokenizer, dra
             build_canvas(schema, toy_tokenizer)
         return
     assert finish(decoded(toy_tokenizer, schema, {"a": "AB12"})) == {"a": "AB12"}
+
+
+@pytest.mark.parametrize("pattern, value", [(r"^[0-9]+$|^\$\{[a-z]+\}$", "${port}"), (r"^[^\<\>]*$", "ab"),
+                                            (r"^\<b\>$", "<b>")])
+def test_patterns_of_anchored_branches_and_escaped_angles_are_held_exactly(toy_tokenizer, pattern, value):
+    """`^A$|^B$` had been loosened to a search (the record failed its final check, blamed on
+    look-around it lacks); \\< had been read as a word boundary, refusing the schema."""
+    schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}, "required": ["v"]}
+    (slot,) = build_canvas(schema, toy_tokenizer).slots
+    assert not any(c.op == "pattern" for c in slot.checks), slot.checks   # held by the grammar itself
+    assert finish(decoded(toy_tokenizer, schema, {"v": value})) == {"v": value}
+
+
+@pytest.mark.parametrize("pattern, fix", [("(?i)^[a-z]{3}$", "inline flag"), (r"^abc\Z", "anchor it with"),
+                                          ("^[a-z]{,5}$", "write {0,n}"), ("^a(?#note)$", "comment")])
+def test_what_python_reads_in_a_pattern_and_no_grammar_does_is_named(toy_tokenizer, pattern, fix):
+    schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}, "required": ["v"]}
+    with pytest.raises(SchemaError, match=fix) as e:
+        build_canvas(schema, toy_tokenizer)
+    assert "(?:" not in str(e.value)   # the pattern as written, not the automaton's regex
+
+
+@pytest.mark.parametrize("fmt, value", [("json-pointer", "/a~1b/0"), ("relative-json-pointer", "1/x")])
+def test_json_pointer_formats_are_grammars(toy_tokenizer, fmt, value):
+    schema = {"type": "object", "properties": {"p": {"type": "string", "format": fmt}}, "required": ["p"]}
+    (slot,) = build_canvas(schema, toy_tokenizer).slots
+    assert "~[01]" in slot.pattern
+    assert finish(decoded(toy_tokenizer, schema, {"p": value})) == {"p": value}
