@@ -142,6 +142,9 @@ def finish(d: Decoded) -> Any:
                 return _repair_record(d, error)   # any single change (an optional part left out)
             except ExtractionError:
                 if i is not None and canvas.model is not None:
+                    if (ids := _null_beside(d, i)) is not None:
+                        d.ids = ids   # both unstated: check again
+                        continue
                     raise error from None
                 part = _failing_part(canvas, d.ids, e.path) if canvas.model is None else None
                 if part is None and i is None:   # a check across fields
@@ -378,6 +381,39 @@ def _fewer_matching(d: Decoded, path: str, rule) -> list[int] | None:
     for g in extra:
         ids = _emptied(canvas, ids, g.index)
     return ids
+
+
+def _null_beside(d: Decoded, i) -> list[int] | None:
+    """The ids with nullable slot i null and another nullable slot null beside it, the pair the
+    model finds least unlikely that gives a valid record, else None: a check that reads two
+    fields, which only their both being unstated meets (a start with no date, and an end that
+    gives none)."""
+    canvas = d.canvas
+    null = canvas.tokenizer.encode("null")
+    trial = _with_value(d, i, null)
+    if trial is None:
+        return None
+    best = None
+    for j, s in enumerate(canvas.slots):
+        if j == i or canvas.is_empty(d.ids, j) or (pair := _with_value(d, j, null, trial)) is None:
+            continue
+        change = cost(d, i, trial[canvas.slots[i].start:canvas.slots[i].end]) + cost(d, j, pair[s.start:s.end])
+        if best is None or change < best[0]:
+            try:
+                canvas.validate(pair, d.text)
+                best = (change, pair)
+            except ExtractionError:
+                pass
+    return best and best[1]
+
+
+def _with_value(d: Decoded, i, toks: list[int], ids: list[int] | None = None) -> list[int] | None:
+    """`ids` (default: the decoded ones) with nullable slot i's value the tokens `toks`, where
+    its automaton takes them and it is no known slot; else None."""
+    s, ids = d.canvas.slots[i], d.ids if ids is None else ids
+    if i in d.known or not s.nullable or len(toks) > s.budget or not d.automata[i].accepts(toks):
+        return None
+    return ids[:s.start] + toks + [d.canvas.pad_id] * (s.budget - len(toks)) + ids[s.end:]
 
 
 def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: int = 1024) -> Any:

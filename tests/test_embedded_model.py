@@ -250,6 +250,16 @@ def test_known_items_that_repeat_under_unique_items_are_named(model):
     assert got["tags"][0] == "red" and len(set(got["tags"])) == len(got["tags"]), got
 
 
+def test_times_with_no_date_leave_both_times_unstated_not_the_record_lost(model):
+    """A start with no date and an end that gives none: no single field can be mended (either
+    alone still fails), so both are left unstated; the zone had been an ExtractionError."""
+    text = ("Drones must not fly within 3 km of 31.3390, 121.2200 from the surface up to 300 m AGL, "
+            "from 00:00 UTC until 12:00 UTC.")
+    zone = extract(text, NoFlyZone, model=model)
+    assert zone.defines_zone and zone.radius_m == 3000
+    assert (zone.valid_from_raw, zone.valid_to_raw) == (None, None)
+
+
 class NoThinZone(NoFlyZone):
     """A user's stricter zone: its ceiling may not equal its floor."""
 
