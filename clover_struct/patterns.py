@@ -291,7 +291,7 @@ def regular(pattern: str) -> bool:
         tree = _sre.parse(pattern)
     except re.error:
         return True
-    if _bar_at_top(pattern) and any(op is _sre.AT for op, _ in tree):
+    if _bars_at_top(pattern) and any(op is _sre.AT for op, _ in tree):
         return False   # `^v?\d+|^dev-`: each anchor binds its branch (the parse shows one `^` before both)
     ends = {0: _sre.AT_BEGINNING, len(tree) - 1: _sre.AT_END}
     items = [(tree, k, op, av) for k, (op, av) in enumerate(tree)]
@@ -329,10 +329,6 @@ def _bars_at_top(pattern: str) -> list[int]:
             bars.append(k)
         k += 2 if c == "\\" else 1
     return bars
-
-
-def _bar_at_top(pattern: str) -> bool:
-    return bool(_bars_at_top(pattern))
 
 
 def anchored_once(pattern: str) -> str:
