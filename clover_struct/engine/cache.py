@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .errors import UsageError
+
 
 @dataclass
 class PrefixCache:
@@ -30,3 +32,13 @@ class PrefixCache:
 
     def clone(self) -> "PrefixCache":
         return self.select(slice(None))
+
+
+def empty_cache(input_ids, lengths) -> PrefixCache:
+    """A cache for left-padded prompts [B, P] of `lengths` (None: all P long); UsageError for a
+    length outside 1..P (it had made a pad of -1, or a row of no prompt)."""
+    B, P = input_ids.shape
+    lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths).cpu()
+    if lengths.shape != (B,) or not ((lengths >= 1) & (lengths <= P)).all():
+        raise UsageError(f"lengths must give each of the {B} prompts a real length in 1..{P}, got {lengths.tolist()}")
+    return PrefixCache(pad=(P - lengths).to(input_ids.device))

@@ -32,20 +32,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .cache import PrefixCache
+from .cache import PrefixCache, empty_cache
 from .checkpoint import cast, check_layers, open_tensors, read_tensor, read_tokenizer, weight_files
 from .diffusion_gemma_config import DiffusionGemmaConfig
 from .diffusion_gemma_layers import Attention, Layer, Pass, RMSNorm, SelfConditioning, rms_norm
 from .errors import CheckpointError, UsageError
-
-
-def _empty_cache(input_ids, lengths) -> PrefixCache:
-    """A cache for left-padded prompts [B, P] of `lengths` (None: all P long)."""
-    B, P = input_ids.shape
-    lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths).cpu()
-    if lengths.shape != (B,) or not ((lengths >= 1) & (lengths <= P)).all():
-        raise UsageError(f"lengths must give each of the {B} prompts a real length in 1..{P}, got {lengths.tolist()}")
-    return PrefixCache(pad=(P - lengths).to(input_ids.device))
 
 
 class DiffusionGemma(nn.Module):
@@ -126,7 +117,7 @@ class DiffusionGemma(nn.Module):
         """Encode left-padded prompts [B, P] (lengths: [B] real lengths). Returns the cache and the
         encoder's logits at the last column [B, vocab] (its autoregressive guess at the next token;
         decoding reads the canvas logits of `step`)."""
-        cache = _empty_cache(input_ids, lengths)
+        cache = empty_cache(input_ids, lengths)
         return cache, self.head(self._run(input_ids, None, cache)[:, -1])
 
     @torch.no_grad()
@@ -144,7 +135,7 @@ class DiffusionGemma(nn.Module):
                      self_conditioning=None) -> tuple[PrefixCache, torch.Tensor]:
         """`prefill` (or, with `cache`, `commit`) of input_ids and a `step` of canvas_ids in one pass.
         Returns the cache (of the history only) and the canvas logits as `step` gives them."""
-        cache = _empty_cache(input_ids, lengths) if cache is None else cache
+        cache = empty_cache(input_ids, lengths) if cache is None else cache
         h = self._run(input_ids, canvas_ids, cache, self_conditioning)[:, input_ids.shape[1]:]
         return cache, self.head(h if at is None else h[at])
 

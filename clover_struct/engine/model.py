@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import gated_delta
-from .cache import PrefixCache
+from .cache import PrefixCache, empty_cache
 from .config import ModelConfig
 from .errors import UsageError
 
@@ -310,13 +310,6 @@ class Backbone(nn.Module):
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
 
 
-def _empty_cache(input_ids, lengths) -> PrefixCache:
-    """A cache for left-padded prompts [B, P] of `lengths` (None: all P long)."""
-    B, P = input_ids.shape
-    lengths = torch.full((B,), P) if lengths is None else torch.as_tensor(lengths)
-    return PrefixCache(pad=(P - lengths).to(input_ids.device))
-
-
 class CloverModel(nn.Module):
     """The whole network. `forward` is the uncached reference; `prefill`, `step`
     and `commit` are the cached path the decoder uses, one code path for both."""
@@ -382,7 +375,7 @@ class CloverModel(nn.Module):
 
         Returns the cache and the next token's logits [B, vocab] (the output head runs on the
         last column only; nothing reads the others)."""
-        cache = _empty_cache(input_ids, lengths)
+        cache = empty_cache(input_ids, lengths)
         return cache, self.lm_head(self._run(input_ids, "causal", cache, commit=True)[:, -1])
 
     @torch.no_grad()
@@ -403,7 +396,7 @@ class CloverModel(nn.Module):
 
         Returns the cache (of the prompts only) and the block's logits, as `step` gives them."""
         P = input_ids.shape[1]
-        cache = _empty_cache(input_ids, lengths) if cache is None else cache
+        cache = empty_cache(input_ids, lengths) if cache is None else cache
         h = self._run(torch.cat([input_ids, block_ids], 1), "block", cache, commit=P,
                       block_len=block_ids.shape[1])[:, P:]
         return cache, self.lm_head(h if at is None else h[at])

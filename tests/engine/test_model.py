@@ -118,6 +118,17 @@ def test_select_keeps_the_rows(tiny, close):
     close(tiny.step(block[1:], cache.select(torch.tensor([1, 2]))), tiny.step(block, cache)[1:], "rows", 1e-6)
 
 
+@pytest.mark.parametrize("lengths", [[0, 20], [21, 20], [20], [-1, 5]])
+def test_prompt_lengths_outside_the_prompts_are_refused(tiny, lengths):
+    """A length of 0 or past the prompt had made a row of no prompt, or a pad of -1."""
+    from clover_struct import UsageError
+
+    with pytest.raises(UsageError, match="real length in 1..20"):
+        tiny.prefill(rand(2, 20), lengths)
+    with pytest.raises(UsageError, match="real length in 1..20"):
+        tiny.prefill_step(rand(2, 20), rand(2, 8), lengths)
+
+
 def test_without_a_mask_token_only_causal_runs(tiny):
     tiny.config.mask_token_id = None
     tiny(rand(1, 8), "causal")
