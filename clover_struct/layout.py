@@ -222,6 +222,12 @@ UnionNode = namedtuple("UnionNode", "key selector variants")     # variants: ((g
 _EMPTY = object()   # fill: an all-pad slot
 
 
+def tagged(path: str, tags: tuple[str, ...]) -> str:
+    """A union variant's path: its union's, and its first tag's value in angle brackets
+    (`area<circle>`; tags are the selector's JSON texts)."""
+    return f"{path}<{json.loads(tags[0])}>"
+
+
 def model_validated(model, data: Any, text: str | None = None):
     """`data` (JSON values) validated as the JSON it is (a strict model takes a date or a UUID as
     a string there), the model's validators given the source `text` as info.context["text"].

@@ -29,10 +29,10 @@ import numpy as np
 
 from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
+from .layout import tagged
 from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
-_TAG = re.compile(r"<[^<>]*>")   # a union variant's tag in a slot's path
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
 
 
@@ -168,26 +168,30 @@ def failed_variants(d: Decoded, decoded: list[int], outcome) -> dict[int, tuple[
     def tag(ids, i) -> tuple[int, ...]:
         return tuple(ids[canvas.slots[i].start:canvas.slots[i].end])
 
-    variants = [g for g in canvas.groups if g.kind == "variant"]
+    variants, keys = [g for g in canvas.groups if g.kind == "variant"], _key_slots(canvas)
     if isinstance(outcome, ExtractionError):
-        failed = {g.selector for g in variants
-                  if canvas.slot_text(decoded, g.selector) in g.tags and _within(outcome.path, g.path)}
+        failed = {g.selector for g in variants if canvas.slot_text(decoded, g.selector) in g.tags
+                  and _within(outcome.path, (g.path, _data_path(canvas, d.ids, g.path, keys)))}
     else:
         failed = {g.selector for g in variants if tag(d.ids, g.selector) != tag(decoded, g.selector)}
     return {i: tag(decoded, i) for i in failed}
 
 
-def _within(path: str, variant: str) -> bool:
-    """Whether an error's path lies in a variant's part of the record (`area<circle>`): as a
-    slot names it (`area<circle>.radius`), or as a JSON Schema's data path, without it (`area.radius`)."""
-    forms = {variant, _TAG.sub("", variant)}
+def _within(path: str, forms: tuple[str, ...]) -> bool:
+    """Whether an error's path lies in a part of the record whose path is one of `forms`: as a
+    slot names it (`area<circle>.radius`), or as a JSON Schema's final check (`area.radius`)."""
     return any(path == f or path.startswith((f + ".", f + "[")) for f in forms)
+
+
+def _key_slots(canvas) -> dict[str, int]:
+    """The map entries' key slots, by path."""
+    return {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
 
 
 def _failing_part(canvas, ids, path: str) -> int | None:
     """The innermost optional part present (a key, a list item, a map entry) that holds the value
     at `path` (as the final check names it: a map entry by its key), or None."""
-    parts, keys = [], {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
+    parts, keys = [], _key_slots(canvas)
     for g in canvas.groups:
         if g.kind == "variant" or g.required or not canvas.is_present(ids, g.index):
             continue
@@ -198,13 +202,18 @@ def _failing_part(canvas, ids, path: str) -> int | None:
 
 
 def _data_path(canvas, ids, path: str, keys: dict[str, int]) -> str:
-    """A canvas path with each map entry (`{k}`) named by the key written in it, as the final
-    check names it: `jobs{0}.steps` -> `jobs.build.steps`. keys: the key slots by path."""
-    out, done = "", 0
+    """A canvas path as the final check names the value there: each map entry (`{k}`) by the key
+    written in it, each union member's tag left out (`jobs{0}<docker>.steps` -> `jobs.build.steps`).
+    keys: the key slots by path."""
+    cuts = [(len(g.path) - len(tagged("", g.tags)), len(g.path), "") for g in canvas.groups
+            if g.kind == "variant" and path.startswith(g.path) and path[len(g.path):][:1] in ("", ".", "[", "{", "<")]
     for entry in re.finditer(r"\{\d+\}", path):
-        if (key := keys.get(path[:entry.end()] + ":key")) is not None:   # (not a property named `{0}`)
-            out += path[done:entry.start()] + ("." if entry.start() else "") + canvas.slot_text(ids, key)
-            done = entry.end()
+        if (key := keys.get(path[:entry.end()] + ":key")) is not None \
+                and not any(a <= entry.start() < b for a, b, _ in cuts):   # (not a property `{0}`, nor a tag's)
+            cuts.append((entry.start(), entry.end(), ("." if entry.start() else "") + canvas.slot_text(ids, key)))
+    out, done = "", 0
+    for start, end, text in sorted(cuts):
+        out, done = out + path[done:start] + text, end
     return out + path[done:]
 
 
@@ -213,7 +222,7 @@ def _shortened(d: Decoded, where: tuple, most: int) -> list[int] | None:
     cut to its first `most` characters or items (a whole value's regex counts neither past a few),
     or None where no such slot holds it or the shorter value does not fit the slot."""
     canvas = d.canvas
-    keys = {s.path: i for i, s in enumerate(canvas.slots) if s.path.endswith(":key")}
+    keys = _key_slots(canvas)
     for i, s in enumerate(canvas.slots):
         if s.json_kind != "value" or s.union or s.kind == "choice" or canvas.is_empty(d.ids, i):
             continue

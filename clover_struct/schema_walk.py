@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SchemaError, UsageError
-from .layout import Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode
+from .layout import (Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode,
+                     tagged)
 from .patterns import (CHAR, COUNTED_LENGTH, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal,
                        loosened, number_pattern, plain_width, regular, string_content)
 from .schema_refs import Document, Unsatisfiable, check_nesting, merge, read_schema
@@ -320,7 +321,7 @@ class Builder:
             self.text(": " * bool(own))
             out = []
             for n, (v, refs, tags, vbase) in enumerate(variants):
-                vpath = f"{path}<{json.loads(tags[0])}>"
+                vpath = tagged(path, tags)
                 try:
                     out.append(self.variant(v, vpath, vbase, refs, key or json.loads(tags[0]), selector, tags, own))
                 except _TooDeep:
@@ -373,7 +374,7 @@ class Builder:
         its budget is the longest variant's fixed tokens plus its fields' budgets."""
         members, patterns, budget = [], [], len(self.encode("null", path)) if nullable else 1
         for v, refs, tags, base in variants:
-            vpath = f"{path}<{json.loads(tags[0])}>"
+            vpath = tagged(path, tags)
             sub = Builder(self.doc, self.tok, self.options, self.strict)
             sub.active, sub.key_groups = list(self.active), False
             sub.enter(refs, vpath)

@@ -704,3 +704,22 @@ def test_json_pointer_formats_are_grammars(toy_tokenizer, fmt, value):
     (slot,) = build_canvas(schema, toy_tokenizer).slots
     assert "~[01]" in slot.pattern
     assert finish(decoded(toy_tokenizer, schema, {"p": value})) == {"p": value}
+
+
+def test_a_canvas_path_is_named_as_the_final_check_names_it(toy_tokenizer):
+    """Map entries by their keys and union members' tags left out, a tag holding `<` or `{0}`
+    too (a regex had cut `<c<1>>` short), so an error inside a member is found in it."""
+    from clover_struct.repair import _data_path, _key_slots, failed_variants
+
+    def member(tag, extra):
+        return {"type": "object", "properties": {"kind": {"const": tag}, "n": {"type": "integer"}, **extra},
+                "required": ["kind", "n"], "additionalProperties": False}
+    union = {"oneOf": [member("c<1>{0}", {"note": {"type": "string", "maxLength": 4}}), member("sq", {})]}
+    schema = {"type": "object", "required": ["zones"],
+              "properties": {"zones": {"type": "object", "additionalProperties": union, "maxProperties": 1}}}
+    d = decoded(toy_tokenizer, schema, {"zones": {"ab": {"kind": "c<1>{0}", "n": 2, "note": "no"}}})
+    paths = {g.path: _data_path(d.canvas, d.ids, g.path, _key_slots(d.canvas)) for g in d.canvas.groups}
+    assert paths == {"zones{0}": "zones.ab", "zones{0}<c<1>{0}>": "zones.ab", "zones{0}<c<1>{0}>.note": "zones.ab.note",
+                     "zones{0}<sq>": "zones.ab"}
+    circle = next(g.selector for g in d.canvas.groups if g.path == "zones{0}<c<1>{0}>")
+    assert list(failed_variants(d, d.ids, ExtractionError("zones.ab.note", "too long"))) == [circle]
