@@ -338,23 +338,24 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
     return out
 
 
+def _as_json(value):
+    """A value of a Python type JSON holds as text or a number (a date, a UUID, a Decimal) as
+    that JSON value; any other as it is."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, (str, int, float, bool, type(None), list, dict)):
+        return value
+    from pydantic_core import to_jsonable_python
+    return to_jsonable_python(value)
+
+
 def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
     """The token ids that write a known `value` in `slot`, exactly; UsageError saying why not. A
     value of a Python type JSON holds as text or a number (a date, a UUID, a Decimal) is that JSON."""
-    if isinstance(value, Decimal):
-        value = int(value) if value == value.to_integral_value() else float(value)
-    elif not isinstance(value, (str, int, float, bool, type(None), list, dict)):
-        from pydantic_core import PydanticSerializationError, to_jsonable_python
-        try:
-            value = to_jsonable_python(value)
-        except PydanticSerializationError:
-            pass   # said below: no JSON value
     try:
-        text = slot.render(value)
+        text = slot.render(value := _as_json(value))
         ids = tokenizer.encode(text)
-    except ValueError as e:
-        raise UsageError(f"known: {e}") from None
-    except Exception as e:   # a value of a type the field's JSON cannot hold
+    except Exception as e:   # a value of a type the field's JSON cannot hold, or too long for it
         raise UsageError(f"known: {value!r} cannot be written in field `{path}` ({type(e).__name__}: {e}); "
                          "give a value of the field's type") from None
     if not automaton.accepts(ids):

@@ -63,10 +63,10 @@ def files(paths: list[Path], exclude=()):
     """Files in order, each once: directories walked recursively, sorted, hidden entries skipped.
     A folder that cannot be listed, or holds no file to read, is itself in the list (records
     says why it gives nothing)."""
-    seen = {os.path.abspath(p) for p in exclude}
+    seen = {os.path.realpath(p) for p in exclude}
     for f in itertools.chain.from_iterable(_walk(p) if p.is_dir() else [p] for p in paths):
-        if os.path.abspath(f) not in seen:
-            seen.add(os.path.abspath(f))
+        if os.path.realpath(f) not in seen:   # (a file reached through two links is read once)
+            seen.add(os.path.realpath(f))
             yield f
 
 
@@ -148,7 +148,12 @@ def _lines(f):
 
 
 def _whole_characters(data: bytes) -> bytes:
-    """UTF-8 `data` cut short, without the part of a character the cut split."""
+    """Text `data` (UTF-8, or UTF-16 after its byte order mark) cut short, without the part of a
+    character the cut split."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        data = data[:len(data) // 2 * 2]
+        unit = int.from_bytes(data[-2:], "little" if data.startswith(b"\xff\xfe") else "big")
+        return data[:-2] if 0xD800 <= unit < 0xDC00 else data   # a pair's first half, without its second
     for back in range(1, min(4, len(data)) + 1):   # the last character's first byte is at most 4 from the end
         lead = data[-back]
         if lead & 0xC0 != 0x80:   # not a continuation byte
@@ -160,9 +165,11 @@ def _whole_characters(data: bytes) -> bytes:
 def _file_text(data: bytes) -> tuple[str | None, str | None]:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):      # UTF-16 with its byte order mark
         try:
-            return data.decode("utf-16"), None
+            text = data.decode("utf-16")
         except UnicodeDecodeError:
             return None, "not valid UTF-16 text after its byte order mark"
+        return (None, "binary file (NUL characters after a UTF-16 byte order mark); only text files can be "
+                      "read") if "\0" in text else (text, None)
     if b"\0" in data:
         return None, "binary file (NUL bytes); only text files can be read"
     try:

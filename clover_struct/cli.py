@@ -185,10 +185,26 @@ def check_ray(args) -> None:
         raise CliError(str(e)) from None
 
 
-def _readable_here(source: str) -> bool:
-    """Whether a source an earlier run wrote (a file, or a JSONL file's line: `x.jsonl:3`) names
-    a path from the working folder: its sources are relative to the folder it ran in."""
-    return os.path.lexists(source) or os.path.lexists(re.sub(r":\d+$", "", source))
+def _file_of(source: str) -> str:
+    """The file of a source (a text file, or a JSONL file's line: `x.jsonl:3`)."""
+    return re.sub(r":\d+$", "", source)
+
+
+def _astray(sources: set[str]) -> dict[str, str]:
+    """Where none of an earlier run's sources is a path from this folder (they are paths from the
+    folder it ran in), its sources by their files' names; else nothing."""
+    if any(os.path.lexists(_file_of(s)) for s in itertools.islice(sources, 4096)):
+        return {}
+    return {f"{os.path.basename(_file_of(s))}{s[len(_file_of(s)):]}": s for s in sources}
+
+
+def _met_before(source: str, astray: dict[str, str], out) -> bool:
+    """CliError where a record's source is, by its file's name and line, one an earlier run wrote
+    from another folder (reading it again would write it twice); else False."""
+    if (seen := astray.get(f"{os.path.basename(_file_of(source))}{source[len(_file_of(source)):]}")) is not None:
+        raise CliError(f"--resume: {out} holds {seen}, a path from the folder the earlier run ran in, where this "
+                       f"run reads {source}; run it there")
+    return False
 
 
 def error_path(out: Path) -> Path:
@@ -247,9 +263,7 @@ def extract(args) -> int:
             Stop() as stop:
         done, ok = done_sources(out) if args.resume else (set(), 0)
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
-        if (done or failed) and not any(map(_readable_here, itertools.islice(done | failed, 64))):
-            raise CliError(f"--resume: no source {out} holds is a file from this folder (such as "
-                           f"{next(iter(done | failed))}); run it in the folder the earlier run ran in")
+        astray = _astray(done | failed)
         done = {os.path.abspath(d) for d in done | failed}   # however the inputs are spelt this time
         if out is not None and not args.resume:
             if out.is_file() and not written_here(out):   # an input a folder or glob holds, say
@@ -263,7 +277,7 @@ def extract(args) -> int:
         bar = progress_bar(count(paths, exclude) if on else None, ok + failed_before, on)
         new_ok, new_failed, t0 = 0, 0, time.monotonic()
         stream = (r for r in records(files(paths, exclude), args.text_field, args.truncate)
-                  if os.path.abspath(r[0]) not in done)
+                  if os.path.abspath(r[0]) not in done and not _met_before(r[0], astray, out))
         # the next batch, or [] (the end) once the input is read or a signal came
         batches = iter(lambda: [] if stop.signal else list(itertools.islice(stream, args.batch_size)), [])
         if args.ray is None:

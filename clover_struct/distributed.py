@@ -113,7 +113,8 @@ class Extractor:
         if columns and not (isinstance(canvas.tree, ObjectNode) and canvas.tree.extra is None):
             raise UsageError("columns=True makes a column of each of the record's keys, but this schema's record is "
                              "no object of named keys (a list, a value, a union or a map); leave columns out")
-        self.fields = [key for key, _ in canvas.tree.fields] if columns else []   # as the JSON names them
+        self.fields = [] if not columns else list(schema.model_json_schema(mode="serialization")["properties"]) \
+            if hasattr(schema, "model_json_schema") else [key for key, _ in canvas.tree.fields]   # as records name them
 
     def __reduce__(self):   # pickled as its arguments: the copy loads (or reuses) its model where it lands
         return _rebuild, (type(self), self._args)

@@ -196,9 +196,11 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
 
 def _rule_keys(model, keys) -> dict[str, str]:
     """A model's field names -> the keys its records, and so rules, name them by (an alias a
-    record is read under; a serialization alias is not)."""
-    return {name: next((k for k in (f.validation_alias, f.alias) if isinstance(k, str) and k in keys), name)
-            for name, f in model.model_fields.items()}
+    record is read under, the first of AliasChoices; a serialization alias is not)."""
+    def read_as(f):
+        choices = getattr(f.validation_alias, "choices", [f.validation_alias])
+        return [c for c in (*choices, f.alias) if isinstance(c, str)]
+    return {name: next((k for k in read_as(f) if k in keys), name) for name, f in model.model_fields.items()}
 
 
 def _not_a_rule(r):

@@ -456,7 +456,8 @@ def _plain_atom(atom: str) -> bool:
 
 # What Python's re reads in a pattern (and so jsonschema) and a token automaton's regexes do not,
 # each with the way to write it that both read.
-_PYTHON_ONLY = ((re.compile(r"\(\?[aiLmsux]+\)"), "an inline flag such as (?i): spell the cases out ([A-Za-z])"),
+_PYTHON_ONLY = ((re.compile(r"\(\?[imsux]*[aL][aiLmsux]*\)"), "an inline flag (?a) or (?L), which only Python reads: "
+                                                                 "leave it out"),
                 (re.compile(r"(?<!\\)(?:\\\\)*\\[AZ]"), "\\A or \\Z: anchor it with ^ and $"),
                 (re.compile(r"\(\?#"), "a comment (?#...): leave it out"),
                 (re.compile(r"\(\?>"), "an atomic group (?>...): write a plain group (?:...)"),
@@ -486,6 +487,8 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
     for construct, fix in _PYTHON_ONLY:
         if construct.search(pattern):
             raise SchemaError(path, f"pattern {pattern!r} holds {fix}")
+    if m := re.match(r"\(\?[imsux]+\)\^", pattern):   # (?i)^abc$: the flags after the anchor, where both read them
+        pattern = "^" + pattern[:m.end() - 1] + pattern[m.end():]
     head, tail = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
     p, out, i = pattern[head:len(pattern) - tail], [], 0
     counted = delimited(pattern) and (not quoted or _plain(_whole(pattern)))

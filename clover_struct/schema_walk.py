@@ -404,7 +404,7 @@ class Builder:
         prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
         rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)
         least, most = s.get("minItems", 0), s.get("maxItems")
-        need = s.get("minContains", 1) if s.get("contains") is not None else 0
+        need = int(s.get("minContains", 1)) if s.get("contains") is not None else 0   # (2.0 is an integer)
         if need >= 1 and not prefix and rest is not False:
             try:   # the first minContains items are ones `contains` asks for (the check counts the rest)
                 prefix = [merge(self.doc.resolve(rest, path, base).schema,
@@ -666,6 +666,7 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
         else:
             from .model_schema import model_schema   # (pydantic is imported only for a model)
             raw = model_schema(model)
+            _check_unicode(raw)
         cache[key] = _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size)
     if context is not None:
         cache[key].check_fits(context)

@@ -162,6 +162,9 @@ def test_a_strict_model_takes_its_json_and_known_values_of_its_python_types(embe
     assert (got.day, got.ref, got.amount) == (datetime.date(2027, 5, 12), uuid.UUID(int=7), decimal.Decimal("12.5"))
     record, _, _ = outcome((got, trace))
     assert set(record) == {"Day", "ref", "amount"} and Aliased.model_validate_json(json.dumps(record)) == got
+    for odd in (decimal.Decimal("Infinity"), decimal.Decimal("sNaN"), b"\xff", object()):   # raw errors before
+        with pytest.raises(UsageError):
+            extract("Paid 12.50.", Aliased, model=embedded, known={"amount": odd})
 
 
 def test_decide_takes_known_paths_and_enum_values(model):

@@ -115,6 +115,7 @@ def test_folders_links_and_encodings_each_give_a_record_or_a_row_that_says_why(t
     (d / "locked" / "c.txt").write_text("zone locked")
     (linked / "a.txt").write_text("zone linked")
     (d / "link").symlink_to(linked)
+    (d / "link2").symlink_to(linked)   # two links to one folder: its files read once
     (d / "loop").symlink_to(d)   # a link back: each folder walked once
     (d / "lines.jsonl").write_bytes('{"text": "café"}\n'.encode("latin-1") + b'{"text": "\xed\xa0\x80"}\n'
                                     + b'{"text": "half \\ud83d"}\n')
@@ -148,6 +149,11 @@ def test_truncate_reads_the_start_of_a_file_past_the_size_read(tmp_path, model_d
     assert run(*argv, tmp_path / "b.jsonl", "--truncate") == 0
     assert [(s, len(t.encode())) for s, t, _ in batch_io.records([tmp_path / "big.txt"], "text", True)] == \
         [(str(tmp_path / "big.txt"), 1999)]
+    (tmp_path / "wide.txt").write_bytes(("xy" + "😀" * 800).encode("utf-16"))   # a pair split at byte 2,000
+    ((_, text, why),) = batch_io.records([tmp_path / "wide.txt"], "text", True)
+    assert why is None and text == "xy" + "😀" * 498
+    (tmp_path / "nul.txt").write_bytes(b"\xff\xfe" + b"\0" * 64)   # NULs behind a byte order mark: no text
+    assert "binary" in next(batch_io.records([tmp_path / "nul.txt"], "text"))[2]
 
 
 def test_dash_is_stdout_for_records_and_no_input(tmp_path, model_dir, schema_file, capsys, monkeypatch):
@@ -215,6 +221,10 @@ def test_a_resume_knows_the_records_however_the_inputs_are_spelt(tmp_path, model
     monkeypatch.chdir(tmp_path / "sub")   # its sources are relative to the folder above: every record had been
     assert run("extract", "../feed.jsonl", *argv[:-2], "../out.jsonl", "--quiet", "--resume") == 2   # written again
     assert len(lines(tmp_path / "out.jsonl")) == 3
+    monkeypatch.chdir(tmp_path)   # its inputs moved away and another come: no sign of another folder
+    (tmp_path / "feed.jsonl").rename(tmp_path / "sub" / "done.jsonl")
+    feed_of(tmp_path / "next.jsonl", 2)
+    assert run("extract", "next.jsonl", *argv, "--resume") == 0 and len(lines(tmp_path / "out.jsonl")) == 5
 
 
 def test_a_second_run_on_the_same_output_refuses_and_the_lock_goes_with_the_run(tmp_path, model_dir, schema_file,

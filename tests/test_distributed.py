@@ -100,6 +100,19 @@ def test_columns_are_refused_for_a_record_that_is_no_object_of_named_keys(model_
         Extractor(schema, model=model_dir, columns=True)
 
 
+class Contact(BaseModel):
+    full_name: str = Field(validation_alias="fullName", serialization_alias="name", max_length=8)
+    age: int = Field(alias="years")
+
+
+def test_columns_and_records_name_the_keys_as_pydantic_writes_them(model_dir):
+    out = Extractor(Contact, model=model_dir, columns=True)({"text": ["Alice Smith, 30"]})
+    assert set(out) == {"text", "name", "years", "error", "confidence"} and out["error"] == [None]
+    assert out["name"][0] is not None and out["years"][0] is not None   # (None before: keys by other names)
+    (record,) = Extractor(Contact, model=model_dir)({"text": ["Alice Smith, 30"]})["record"]
+    assert set(json.loads(record)) == {"name", "years"}
+
+
 def test_the_extractor_pickles_as_its_arguments_and_says_what_a_batch_lacks(model_dir):
     np = pytest.importorskip("numpy")
     ex = Extractor(SCHEMA, model=load_model(model_dir), text_field="body")

@@ -3,7 +3,7 @@
 from typing import ClassVar, Literal
 
 import pytest
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
 
 from clover_struct import ExtractionError, SchemaError, UsageError
 from clover_struct.linked import decide, exactly_one, excludes, implies, predicate
@@ -136,7 +136,7 @@ def test_the_rules_hold_of_the_answer_as_validated(toy_tokenizer):
 
 class Aliased(BaseModel):
     urgent: bool = Field(validation_alias="isUrgent", serialization_alias="URGENT")
-    escalate: bool = Field(serialization_alias="ESCALATE")
+    escalate: bool = Field(validation_alias=AliasChoices("escalate", "esc"), serialization_alias="ESCALATE")
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -401,6 +401,9 @@ def test_a_schema_that_is_no_json_schema_is_named_as_such(toy_tokenizer, schema,
     """Not a bug of ours (these had said "this is a bug in clover-struct")."""
     with pytest.raises(SchemaError, match=fix):
         build_canvas(schema, toy_tokenizer)
+    titled = __import__("pydantic").create_model("Odd", __config__={"title": "\ud800"}, a=(int, ...))
+    with pytest.raises(SchemaError, match="lone surrogate"):   # (an InternalError at the prompt before)
+        build_canvas(titled, toy_tokenizer)
     circular = {"type": "object", "properties": {}}
     circular["properties"]["self"] = circular
     with pytest.raises(SchemaError, match="Circular reference"):
