@@ -498,11 +498,12 @@ def _settled(model, canvas, automata, job, row, options, on_step) -> tuple[Any, 
 def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, trace: bool = False,
                  known: list[dict] | None = None, threshold: float = 0.9, temperature: float = 0.0,
                  seed: int | None = None, max_tokens: int | None = None, truncate: bool = False,
-                 schedule: str = "joint", use_cache: bool = True):
+                 schedule: str = "joint", use_cache: bool = True, **unknown):
     """Decode a batch of texts jointly. Each result is an instance of `schema` or the
     ExtractionError that explains why that record failed; one failure never loses the
     others. With trace=True each result is a (value, Trace) pair. `schedule` and
     `use_cache` select the baselines benchmarks compare with (see decoder.decode)."""
+    _no_other_options(unknown, "extract_many")
     check_options(batch_size=batch_size, threshold=threshold, temperature=temperature, seed=seed,
                   max_tokens=max_tokens, schedule=schedule)
     texts, known = _texts_and_known(texts, known)
@@ -533,6 +534,16 @@ OPTIONS = [name for name, p in inspect.signature(extract_many).parameters.items(
            if p.kind == p.KEYWORD_ONLY and name not in ("model", "trace", "known")]
 
 
+def _no_other_options(options, caller: str) -> None:
+    """UsageError naming an option `caller` lacks, with the close matches."""
+    for name in options:
+        if name not in OPTIONS:
+            near = difflib.get_close_matches(name, OPTIONS, n=2)
+            raise UsageError(f"{caller}() has no option `{name}`; "
+                             + (f"did you mean {' or '.join(f'`{n}`' for n in near)}?" if near
+                                else f"its options are {', '.join(OPTIONS)}"))
+
+
 def extract(text: str, schema, *, model=None, trace: bool = False, known: dict | None = None, **options):
     """One text in, one valid instance of `schema` out (or ExtractionError naming the field).
 
@@ -544,12 +555,7 @@ def extract(text: str, schema, *, model=None, trace: bool = False, known: dict |
     conditioned on them. `options` are extract_many's (threshold, temperature, seed,
     max_tokens, truncate, schedule, use_cache).
     """
-    for name in options:
-        if name not in OPTIONS:
-            near = difflib.get_close_matches(name, OPTIONS, n=2)
-            raise UsageError(f"extract() has no option `{name}`; "
-                             + (f"did you mean {' or '.join(f'`{n}`' for n in near)}?" if near
-                                else f"its options are {', '.join(OPTIONS)}"))
+    _no_other_options(options, "extract")
     if known is not None and not isinstance(known, dict):
         raise UsageError(f"known= takes a dict of field path -> value, such as {{'area.radius_unit': 'M'}}, "
                          f"not a {type(known).__name__}")

@@ -1,4 +1,5 @@
-"""The command line: `extract` over files, `info` about a model, `schema` to show a canvas.
+"""The command line: `extract` over files, `info` about a model, `schema` to show a canvas,
+`serve` an HTTP server (serve.py), `demo` the airspace demo.
 
 Thin: it parses arguments, runs batches through api.extract_many and prints results;
 reading inputs and writing outputs is batch_io.py. This module knows nothing of automata
@@ -212,7 +213,7 @@ def error_path(out: Path) -> Path:
 
 
 @command("extract", "extract one record per text file or JSONL line",
-         arg("inputs", nargs="+", metavar="INPUT", help="files, directories (recursive: .txt .md .jsonl) or globs"),
+         arg("inputs", nargs="+", metavar="INPUT", help="files, directories (recursive: .txt .md .jsonl .ndjson) or globs"),
          arg("--schema", required=True, metavar="SPEC", help="package.module:Class or a JSON Schema file"),
          arg("-o", "--output", metavar="OUT", help="output JSONL, errors beside it in OUT.errors.jsonl "
              "(default, or -: records on stdout, errors on stderr)"),

@@ -53,16 +53,20 @@ def _test(term: str) -> Callable[[dict], bool]:
 
 
 def implies(a: str, b: str) -> Rule:
+    """If term `a` holds, so does `b`. A term is a bool field (`"urgent"`) or a field's value
+    (`"lane=left"`)."""
     ta, tb = _test(a), _test(b)
     return Rule(f"{a} implies {b}", lambda r: not ta(r) or tb(r), terms=(a, b))
 
 
 def excludes(a: str, b: str) -> Rule:
+    """Terms `a` and `b` (as for implies) do not both hold."""
     ta, tb = _test(a), _test(b)
     return Rule(f"{a} excludes {b}", lambda r: not (ta(r) and tb(r)), terms=(a, b))
 
 
 def exactly_one(*terms: str) -> Rule:
+    """Exactly one of two or more terms (as for implies) holds."""
     if len(terms) < 2:
         raise UsageError(f"exactly_one takes two terms or more, got {len(terms)}: exactly_one('a', 'b=x')")
     tests = [_test(t) for t in terms]
