@@ -213,7 +213,8 @@ def error_path(out: Path) -> Path:
 
 
 @command("extract", "extract one record per text file or JSONL line",
-         arg("inputs", nargs="+", metavar="INPUT", help="files, directories (recursive: .txt .md .jsonl .ndjson) or globs"),
+         arg("inputs", nargs="+", metavar="INPUT",
+             help="files, directories (recursive: .txt .md .jsonl .ndjson) or globs"),
          arg("--schema", required=True, metavar="SPEC", help="package.module:Class or a JSON Schema file"),
          arg("-o", "--output", metavar="OUT", help="output JSONL, errors beside it in OUT.errors.jsonl "
              "(default, or -: records on stdout, errors on stderr)"),
