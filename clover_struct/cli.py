@@ -260,9 +260,16 @@ def extract(args) -> int:
                 raise CliError(f"{named} is also the output ({out}) or its errors file ({err}): writing them would "
                                f"empty it first; write to another -o OUT")
         out.parent.mkdir(parents=True, exist_ok=True)
+    if args.ray is None:
+        workers = contextlib.nullcontext()
+    else:   # started, and its mistakes said, before OUT is emptied
+        from .distributed import ray_workers
+        workers = ray_workers(schema, address=args.ray, workers=args.workers, device=args.device,
+                              model=args.model and str(Path(args.model).resolve()), batch_size=args.batch_size,
+                              truncate=args.truncate)
     # OUT and its errors file each locked: `-o x.jsonl` and `-o x.json` share x.errors.jsonl
     with OutputLock(out) if out else contextlib.nullcontext(), OutputLock(err) if err else contextlib.nullcontext(), \
-            Stop() as stop:
+            Stop() as stop, workers as ray_decode:
         done, ok = done_sources(out) if args.resume else (set(), 0)
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
         astray = _astray(done | failed)
@@ -282,13 +289,8 @@ def extract(args) -> int:
                   if os.path.abspath(r[0]) not in done and not _met_before(r[0], astray, out))
         # the next batch, or [] (the end) once the input is read or a signal came
         batches = iter(lambda: [] if stop.signal else list(itertools.islice(stream, args.batch_size)), [])
-        if args.ray is None:
-            decoded = local_decode(batches, schema, model, args.batch_size, args.truncate)
-        else:
-            from .distributed import ray_decode
-            decoded = ray_decode(batches, schema, address=args.ray, workers=args.workers, device=args.device,
-                                 model=args.model and str(Path(args.model).resolve()), batch_size=args.batch_size,
-                                 truncate=args.truncate)
+        decoded = local_decode(batches, schema, model, args.batch_size, args.truncate) if args.ray is None \
+            else ray_decode(batches)
         try:
             for batch, outcomes in decoded:
                 outcomes = iter(outcomes)

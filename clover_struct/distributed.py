@@ -6,7 +6,7 @@ batch plus the record (as JSON, or its fields as columns) and an `error` column.
 model in its constructor and pickles as its arguments: a copy loads the model where it lands,
 once per process, and never ships weights.
 
-`ray_decode` keeps on the driver all that the single-process run does there: the CLI reads the
+`ray_workers` keeps on the driver all that the single-process run does there: the CLI reads the
 inputs (so source names and the reasons of unreadable inputs are the same), forms the batches
 in the same order and size, and writes every line. Ray actors, one model each, only decode.
 Results come back in input order, so the output is the single-process output line for line.
@@ -19,11 +19,15 @@ through its own methods.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import re
 import signal
+import socket
 import threading
 from collections import deque
+from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import CheckpointError, CloverError, ExtractionError, SchemaError, UsageError
@@ -31,6 +35,7 @@ from .layout import ObjectNode
 
 RESTARTS = 3        # a dead actor is restarted, and its calls retried, this many times before the run stops
 WINDOW = 2          # batches in flight per actor: one decoding, one waiting, so no actor idles
+REACH_SECONDS = 5   # how long a cluster's address may take to answer a connection
 
 _MODELS: dict = {}
 _MODELS_LOCK = threading.Lock()
@@ -115,12 +120,19 @@ class Extractor:
                              "no object of named keys (a list, a value, a union or a map); leave columns out")
         self.fields = [] if not columns else list(schema.model_json_schema(mode="serialization")["properties"]) \
             if hasattr(schema, "model_json_schema") else [key for key, _ in canvas.tree.fields]   # as records name them
+        if clash := [f for f in self.fields if f in (text_field, "error", "confidence")]:
+            raise UsageError(f"columns=True: the record's key `{clash[0]}` would be a column the output has already "
+                             "(the texts, error or confidence); leave columns out (or, for the texts' column, name "
+                             "it otherwise and pass text_field=)")
 
     def __reduce__(self):   # pickled as its arguments: the copy loads (or reuses) its model where it lands
         return _rebuild, (type(self), self._args)
 
     def __call__(self, batch):
         frame = hasattr(batch, "iloc")   # a pandas DataFrame (Spark, Dask, Ray's batch_format="pandas")
+        if not frame and not isinstance(batch, Mapping):
+            raise UsageError(f"Extractor takes a batch as a dict of arrays or a pandas DataFrame (Ray Data: "
+                             f"batch_format='numpy' or 'pandas'), not a {type(batch).__name__}")
         names = [str(c) for c in (batch.columns if frame else batch)]
         if self.text_field not in names:
             raise UsageError(f"the batch has no column `{self.text_field}` (it has {', '.join(names) or 'none'}); "
@@ -184,11 +196,15 @@ def import_ray():
     return ray
 
 
-def ray_decode(batches, schema, *, address: str | None, workers: int | None, model, device, batch_size: int,
-               truncate: bool = False):
-    """(batch, outcomes) for each batch of (source, text, why) records, in order, the texts decoded
-    by Ray actors; the cluster at `address`, or a local one (an already started one is used as it is)."""
+@contextlib.contextmanager
+def ray_workers(schema, *, address: str | None, workers: int | None, model, device, batch_size: int,
+                truncate: bool = False):
+    """Ray actors ready to decode, on the cluster at `address` or a local one (an already
+    started one is used as it is): every setup mistake is said before anything is written.
+    Yields `decode(batches)`: (batch, outcomes) for each batch of (source, text, why) records,
+    in order."""
     ray = import_ray()
+    _reachable(address)
     started = not ray.is_initialized()
     if started:
         handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -215,22 +231,44 @@ def ray_decode(batches, schema, *, address: str | None, workers: int | None, mod
         actor = ray.remote(Worker).options(num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0,
                                            max_restarts=RESTARTS, max_task_retries=RESTARTS)
         actors = [actor.remote(schema, model, device, batch_size, truncate) for _ in range(n)]
-        for error in ray.get([a.ready.remote() for a in actors]):
+        try:
+            ready = ray.get([a.ready.remote() for a in actors])
+        except ray.exceptions.RayActorError as e:   # the schema's module or the model, not on the workers
+            cause = re.findall(r"\b\w+(?:Error|Exception): [^\n]+", str(e))
+            raise CloverError(f"--ray: the workers could not start ({cause[-1] if cause else type(e).__name__}); "
+                              "each imports the schema's module and reads --model on its own machine: install "
+                              "them there") from None
+        for error in ready:
             if error is not None:
                 raise error
-        pending: deque = deque()
-        for k, batch in enumerate(batches):
-            texts = [text for _, text, why in batch if why is None]
-            pending.append((batch, actors[k % n].decode.remote(texts) if texts else None))
-            if len(pending) >= WINDOW * n:
+
+        def decode(batches):
+            pending: deque = deque()
+            for k, batch in enumerate(batches):
+                texts = [text for _, text, why in batch if why is None]
+                pending.append((batch, actors[k % n].decode.remote(texts) if texts else None))
+                if len(pending) >= WINDOW * n:
+                    yield _arrived(ray, *pending.popleft())
+            while pending:
                 yield _arrived(ray, *pending.popleft())
-        while pending:
-            yield _arrived(ray, *pending.popleft())
+        yield decode
     finally:
         for a in actors:
             ray.kill(a)
         if started:
             ray.shutdown()
+
+
+def _reachable(address: str | None) -> None:
+    """CloverError where nothing answers at a cluster's host:port (Ray would retry for minutes)."""
+    host, _, port = (address or "").rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return   # a local cluster, "auto", or a client address Ray reads itself
+    try:
+        socket.create_connection((host, int(port)), timeout=REACH_SECONDS).close()
+    except OSError as e:
+        raise CloverError(f"--ray: nothing answers at {address} ({e.strerror or e}); check the address (`ray "
+                          "status` on the head node prints it)") from None
 
 
 def _arrived(ray, batch, ref):

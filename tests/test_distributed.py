@@ -12,7 +12,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field, model_validator
 
-from clover_struct import Extractor, UsageError, extract_many, load_model
+from clover_struct import CloverError, Extractor, UsageError, extract_many, load_model
 from clover_struct.distributed import outcome
 from test_cli import SCHEMA, lines, model_dir, run, schema_file  # noqa: F401  (fixtures)
 
@@ -127,6 +127,21 @@ def test_the_extractor_pickles_as_its_arguments_and_says_what_a_batch_lacks(mode
         ex({"body": np.array(TEXTS[:1]), "error": np.array([None])})
     with pytest.raises(ValueError, match="model= takes a model directory"):
         Extractor(SCHEMA, model=3)
+    for batch in ([{"body": "x"}], None, "x"):   # (a raw TypeError, or rows read as column names, before)
+        with pytest.raises(UsageError, match="a dict of arrays or a pandas DataFrame"):
+            ex(batch)
+
+
+class Clashing(BaseModel):
+    text: str = Field(max_length=4)
+    error: bool
+
+
+@pytest.mark.parametrize("text_field", ["text", "body"])
+def test_columns_that_would_clash_with_the_output_s_are_refused(model_dir, text_field):
+    """The record's `text` had replaced the texts, its `error` been dropped for the outcome's."""
+    with pytest.raises(UsageError, match="would be a column the output has already"):
+        Extractor(Clashing, model=model_dir, columns=True, text_field=text_field)
 
 
 # ---- the CLI's mistakes, no cluster needed ---------------------------------------------------------
@@ -140,6 +155,15 @@ def test_ray_options_given_wrongly_are_one_line(tmp_path, model_dir, schema_file
     assert run("extract", f, "--ray", "--schema", schema_file, "--model", model_dir) == 2
     err = capsys.readouterr().err
     assert "pip install 'clover-struct[ray]'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_ray_address_nothing_answers_at_is_said_at_once():
+    """Ray had retried for 14 minutes before saying so."""
+    from clover_struct.distributed import _reachable
+
+    with pytest.raises(CloverError, match="nothing answers at 127.0.0.1:1"):
+        _reachable("127.0.0.1:1")
+    _reachable(None), _reachable("auto"), _reachable("ray://head:10001")   # local, or Ray's to read
 
 
 # ---- on the local cluster: slow (its start and each run's workers, a model each, take tens of seconds) ----
@@ -162,6 +186,10 @@ def test_ray_output_equals_the_single_process_output_and_resumes(cluster, tmp_pa
 
     assert run("extract", f, "--ray", "--workers", 3, *common) == 2
     assert "ask for 1 to 2" in capsys.readouterr().err
+    before = out.read_bytes()   # a mistake of the setup leaves the earlier output as it was (it had been emptied)
+    assert run("extract", f, "--ray", "--workers", 3, *common, "-o", out) == 2 and out.read_bytes() == before
+    assert run("extract", f, "--ray", "--schema", "nowhere_but_here:Zone", "--model", model_dir, "-o", out) == 2
+    assert out.read_bytes() == before
 
 
 @pytest.mark.slow
