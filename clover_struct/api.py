@@ -289,11 +289,19 @@ def field_paths(canvas) -> dict[str, list[int]]:
     return out
 
 
+def _item_shape(path: str) -> str:
+    """A field path with its items' indices left out: `orders[0].lines[3]` -> `orders[].lines[]`."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
 def slot_of_path(canvas, path: str, what: str = "known") -> int:
     """The slot a user's field path names; UsageError listing the close matches if none does."""
     paths = field_paths(canvas)
     if not isinstance(path, str):
         raise UsageError(f"{what}: field paths are strings such as `area.radius_unit`, not {path!r}")
+    if path not in paths and _item_shape(path) in {_item_shape(p) for p in paths}:
+        raise UsageError(f"{what}: `{path}` is an item past those laid out (a list holds its maxItems at most, "
+                         "and without one 8, 3 inside another list, 2 deeper; `clover-struct schema` prints them)")
     if path not in paths:
         near = difflib.get_close_matches(path, list(paths), n=4, cutoff=0.5)
         hint = f"did you mean {', '.join(f'`{p}`' for p in near)}?" if near else \

@@ -135,6 +135,14 @@ def test_known_takes_the_paths_users_write_and_a_wrong_one_lists_the_close_match
         extract("x", NoFlyZone, model=model, known={"area.vertices.lat": "3112N"})
 
 
+def test_a_known_item_past_those_laid_out_is_named_as_such(model):
+    """An open list inside another holds 3 items; its fourth had been 'no field' of the schema."""
+    schema = {"type": "object", "properties": {"orders": {"type": "array", "items": {
+        "type": "object", "properties": {"lines": {"type": "array", "items": {"type": "integer"}}}}}}}
+    with pytest.raises(UsageError, match=r"`orders\[0\]\.lines\[3\]` is an item past those laid out"):
+        extract("x", schema, model=model, known={"orders[0].lines[3]": 1})
+
+
 def test_an_optional_object_known_as_none_is_left_out(embedded):
     text = "a round plot of radius 4, and a spare box of side 2"
     assert extract(text, Plot, model=embedded, known={"spare": None}).spare is None
