@@ -268,7 +268,7 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
                                     "command line) to read its start")
         error.over = len(ids) - room   # tokens past the context
         raise error
-    keep = max(room - len(prompt_ids(tok, "", canvas)), 0)
+    keep = room - frame
     while True:     # the prompt around the kept text may take more tokens than the text alone
         kept = tok.decode(tok.encode(text)[:keep])
         ids = prompt_ids(tok, kept, canvas)
@@ -299,10 +299,10 @@ def slot_of_path(canvas, path: str, what: str = "known") -> int:
     paths = field_paths(canvas)
     if not isinstance(path, str):
         raise UsageError(f"{what}: field paths are strings such as `area.radius_unit`, not {path!r}")
-    if path not in paths and _item_shape(path) in {_item_shape(p) for p in paths}:
-        raise UsageError(f"{what}: `{path}` is an item past those laid out (a list holds its maxItems at most, "
-                         "and without one 8, 3 inside another list, 2 deeper; `clover-struct schema` prints them)")
     if path not in paths:
+        if _item_shape(path) in {_item_shape(p) for p in paths}:
+            raise UsageError(f"{what}: `{path}` is an item past those laid out (a list holds its maxItems at most, "
+                             "and without one 8, 3 inside another list, 2 deeper; `clover-struct schema` prints them)")
         near = difflib.get_close_matches(path, list(paths), n=4, cutoff=0.5)
         hint = f"did you mean {', '.join(f'`{p}`' for p in near)}?" if near else \
             f"the schema's fields include {', '.join(list(paths)[:6])}{', ...' if len(paths) > 6 else ''}"

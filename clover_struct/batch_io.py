@@ -286,8 +286,10 @@ def written_here(path: Path) -> bool:
     record or an error): a file another run may empty."""
     with open(path, "rb") as f:
         first = f.readline()
+    if not first.strip():
+        return True
     try:
-        line = json.loads(first) if first.strip() else {"source": "", "record": None}
+        line = json.loads(first)
     except ValueError:
         return False
     return isinstance(line, dict) and "source" in line and ("record" in line or "error" in line)

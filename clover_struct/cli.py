@@ -193,16 +193,16 @@ def _file_of(source: str) -> str:
 
 def _astray(sources: set[str]) -> dict[str, str]:
     """Where none of an earlier run's sources is a path from this folder (they are paths from the
-    folder it ran in), its sources by their files' names; else nothing."""
+    folder it ran in), its sources by their last part (a file's name, and its line); else nothing."""
     if any(os.path.lexists(_file_of(s)) for s in itertools.islice(sources, 4096)):
         return {}
-    return {f"{os.path.basename(_file_of(s))}{s[len(_file_of(s)):]}": s for s in sources}
+    return {os.path.basename(s): s for s in sources}
 
 
 def _met_before(source: str, astray: dict[str, str], out) -> bool:
     """CliError where a record's source is, by its file's name and line, one an earlier run wrote
     from another folder (reading it again would write it twice); else False."""
-    if (seen := astray.get(f"{os.path.basename(_file_of(source))}{source[len(_file_of(source)):]}")) is not None:
+    if (seen := astray.get(os.path.basename(source))) is not None:
         raise CliError(f"--resume: {out} holds {seen}, a path from the folder the earlier run ran in, where this "
                        f"run reads {source}; run it there")
     return False

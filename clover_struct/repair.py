@@ -402,11 +402,11 @@ def _null_beside(d: Decoded, i) -> list[int] | None:
     trial = _with_value(d, i, null)
     if trial is None:
         return None
-    best = None
+    best, own = None, cost(d, i, trial[canvas.slots[i].start:canvas.slots[i].end])
     for j, s in enumerate(canvas.slots):
         if j == i or canvas.is_empty(d.ids, j) or (pair := _with_value(d, j, null, trial)) is None:
             continue
-        change = cost(d, i, trial[canvas.slots[i].start:canvas.slots[i].end]) + cost(d, j, pair[s.start:s.end])
+        change = own + cost(d, j, pair[s.start:s.end])
         if best is None or change < best[0]:
             try:
                 canvas.validate(pair, d.text)

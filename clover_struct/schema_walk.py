@@ -651,7 +651,8 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     if room is None and context is not None:
         room = context * 3 // 4
     try:
-        key = (model or json.dumps(schema, default=_json_number), max_tokens, mask_id, pad_id, room, vocab_size)
+        text = None if model else json.dumps(schema, ensure_ascii=False, default=_json_number)   # key order and all
+        key = (model or text, max_tokens, mask_id, pad_id, room, vocab_size)
     except RecursionError:
         key = None   # past what the JSON writer nests: check_nesting says so
     except (TypeError, ValueError) as e:   # a set, an object, a dict that holds itself
@@ -661,29 +662,27 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     if key not in cache:
         if model is None:
             check_nesting(schema)
-            _check_unicode(schema)
-            raw = json.loads(json.dumps(schema, default=_json_number)) if isinstance(schema, dict) else schema
+            _check_unicode(text)
+            raw = json.loads(text)   # (a Decimal read as its number)
         else:
             from .model_schema import model_schema   # (pydantic is imported only for a model)
             raw = model_schema(model)
-            _check_unicode(raw)
+            _check_unicode(json.dumps(raw, ensure_ascii=False))
         cache[key] = _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size)
     if context is not None:
         cache[key].check_fits(context)
     return cache[key]
 
 
-def _check_unicode(schema) -> None:
-    """SchemaError where a string of the schema holds a lone surrogate (an escape such as
+def _check_unicode(text: str) -> None:
+    """SchemaError where the schema's JSON `text` holds a lone surrogate (an escape such as
     \\ud800 without its pair), which no text holds: the title, a key or a value no prompt or
     output could write."""
     try:
-        json.dumps(schema, ensure_ascii=False, default=_json_number).encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError as e:
         raise SchemaError("", f"a string of the schema holds a lone surrogate ({e.object[e.start]!r}), which no text "
                               "holds; fix that string") from None
-    except RecursionError:
-        pass   # check_nesting has said so
 
 
 def _json_number(value) -> float:

@@ -195,9 +195,9 @@ class Source:
         space = data == 32
         self.edge = np.ones(len(data) + 1, bool)          # not inside a run of ASCII digits or of letters,
         self.edge[1:-1] = (kind[:-1] != kind[1:]) | (kind[1:] == 0)
-        origin = np.array(self.origin)                    # nor inside the escape of a control character
-        escaped = np.array([ch < " " or ch in '"\\' for ch in text] + [False], bool)   # (\u0012: no 0012 there)
-        self.edge[1:-1] &= ~((origin[1:-1] == origin[:-2]) & escaped[origin[1:-1]])
+        # nor inside an escape (\u0012: no piece 0012): past the first byte of a character written from a backslash
+        first = np.searchsorted(self.origin, self.origin[1:-1])   # per byte from the second: its character's first
+        self.edge[1:-1] &= (first == np.arange(1, len(data))) | (data[first] != 92)
         self.begin = self.edge[:-1] & ~space              # a piece neither starts nor ends with a space
         starting = self.begin[pos]
         self.edge[1:] &= ~space                           # (edge: where a piece may end)

@@ -523,6 +523,7 @@ def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SE
     return Polygon([(x, y) for y, x in ring])
 
 
+@lru_cache(maxsize=4096)   # (contains() draws the footprint for each point it tests)
 def circle_about(lat: float, lon: float, radius_m: float) -> Polygon:
     """A polygon of CIRCLE_SEGMENTS sides in (x=lon, y=lat) degrees that holds the whole circle:
     its ring drawn out until every side passes outside it (a side straight in degrees bows in,
