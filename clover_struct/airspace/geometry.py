@@ -210,8 +210,7 @@ def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
         _checked(w.alt_m, w.time, after.time if after else w.time)
     out: list[Crossing] = []
     for k, (a, b) in enumerate(zip(route, route[1:]), start=1):
-        points = samples(a, b)
-        path = LineString([(points[0].lon, points[0].lat), (points[-1].lon, points[-1].lat)])
+        path = LineString([(lon, lat) for lat, lon in unwrapped([(a.lat, a.lon), (b.lat, b.lon)])])   # as samples runs
         for v in vols:
             if (turn := _turn(v.footprint, path)) is None:
                 continue
