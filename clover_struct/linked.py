@@ -105,8 +105,8 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
     slots = canvas.slots
     if not slots or all(s.path.startswith("{") for s in slots):   # nothing, or a map's entries alone
         raise SchemaError("", "the schema has no fields to decide; give it bool, Literal or Enum fields")
-    top = {n for _, n in canvas.tree.fields} if isinstance(canvas.tree, ObjectNode) else set()
-    bad = [s.path for i, s in enumerate(slots) if s.kind != "choice" or s.group is not None or i not in top]
+    top = dict(canvas.tree.fields) if isinstance(canvas.tree, ObjectNode) else {}   # key -> node
+    bad = [s.path for i, s in enumerate(slots) if s.kind != "choice" or s.group is not None or i not in top.values()]
     if bad:
         raise SchemaError(bad[0], "judgments are required bool, Literal or Enum fields at the top level (not "
                                   "inside objects, lists or maps, nor optional keys); extract other values with "
@@ -156,7 +156,7 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
     def record(assignment):
         return {s.path: value for s, (value, _) in zip(slots, assignment)}
 
-    keys = _rule_keys(canvas.model, {k for k, _ in canvas.tree.fields}) if canvas.model else {}
+    keys = _rule_keys(canvas.model, top) if canvas.model else {}
 
     def satisfies(assignment):
         data = record(assignment)
