@@ -118,8 +118,9 @@ class Extractor:
         if columns and not (isinstance(canvas.tree, ObjectNode) and canvas.tree.extra is None):
             raise UsageError("columns=True makes a column of each of the record's keys, but this schema's record is "
                              "no object of named keys (a list, a value, a union or a map); leave columns out")
-        self.fields = [] if not columns else list(schema.model_json_schema(mode="serialization")["properties"]) \
-            if hasattr(schema, "model_json_schema") else [key for key, _ in canvas.tree.fields]   # as records name them
+        self.fields = [key for key, _ in canvas.tree.fields] if columns else []
+        if columns and hasattr(schema, "model_json_schema"):   # as the records name them: by alias
+            self.fields = list(schema.model_json_schema(mode="serialization")["properties"])
         if clash := [f for f in self.fields if f in (text_field, "error", "confidence")]:
             raise UsageError(f"columns=True: the record's key `{clash[0]}` would be a column the output has already "
                              "(the texts, error or confidence); leave columns out (or, for the texts' column, name "
