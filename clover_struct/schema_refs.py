@@ -176,17 +176,18 @@ class Document:
     def _id(self, s) -> str | None:
         return s.get(self.id) if isinstance(s, dict) and isinstance(s.get(self.id), str) else None
 
-    def allows(self, rules: dict, value) -> bool:
-        """Whether `value` meets `rules` (a value's own keywords: its type, bounds, length, pattern,
-        format) as the document's draft reads them; True where they cannot be read (the layout
-        names what is wrong with them)."""
+    def allowed(self, rules: dict, values: list) -> list:
+        """The `values` that meet `rules` (a value's own keywords: its type, bounds, length,
+        pattern, format) as the document's draft reads them; all of them where the rules cannot
+        be read (the layout names what is wrong with them)."""
         import jsonschema
         cls = jsonschema.validators.validator_for({"$schema": self.draft} if isinstance(self.draft, str) else {},
                                                   default=jsonschema.Draft202012Validator)
+        check = cls(rules, format_checker=cls.FORMAT_CHECKER)
         try:
-            return cls(rules, format_checker=cls.FORMAT_CHECKER).is_valid(value)
+            return [v for v in values if check.is_valid(v)]
         except Exception:   # a pattern Python's re cannot compile, a bound of the wrong kind
-            return True
+            return values
 
     def _index(self, s, base: str) -> None:
         if not isinstance(s, dict):
@@ -394,7 +395,7 @@ class Document:
             if (why := _no_count_met(s)) is not None:
                 raise Unsatisfiable(path, f"{why}: no value satisfies that; fix the counts")
             if "enum" in s and (rules := {k: s[k] for k in SCALAR_RULES if k in s}):
-                kept = [v for v in s["enum"] if self.allows(rules, v)]
+                kept = self.allowed(rules, s["enum"])
                 if not kept:
                     raise Unsatisfiable(path, f"no value of enum/const {s['enum']!r} meets the {', '.join(rules)} "
                                               "beside it: no value satisfies both; fix the values or the rules")
