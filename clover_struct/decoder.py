@@ -69,10 +69,11 @@ NOISES = ("mask", "uniform")
 NOISE_SEED = 0   # a uniform-noise model's canvases when the caller gives no seed: the same every call
 
 
-def row_generator(seed: int, prompt: list[int]) -> torch.Generator:
-    """A row's own random stream, from `seed` and its prompt: its noise and samples are the
-    same whatever batch it is decoded in (and so a resumed run gives what one run gives)."""
-    digest = hashlib.blake2b(repr((seed, list(prompt))).encode(), digest_size=8).digest()
+def row_generator(seed: int, prompt: list[int], stream: str) -> torch.Generator:
+    """A row's own random `stream` ("sample" or "noise"), from `seed` and its prompt: its noise
+    and samples are the same whatever batch it is decoded in (and so a resumed run gives what
+    one run gives), and its two streams draw apart."""
+    digest = hashlib.blake2b(repr((stream, seed, list(prompt))).encode(), digest_size=8).digest()
     return torch.Generator().manual_seed(int.from_bytes(digest, "little"))
 
 
@@ -84,7 +85,7 @@ def _history(model: DenoisingModel, prompts, use_cache: bool, seed: int | None) 
         conditioning = "self_conditioning" in inspect.signature(model.step).parameters
     except (TypeError, ValueError):   # a step whose signature cannot be read takes only what the interface names
         conditioning = False
-    generators = [row_generator(NOISE_SEED if seed is None else seed, p) for p in prompts] if noise == "uniform" else []
+    generators = [row_generator(NOISE_SEED if seed is None else seed, p, "noise") for p in prompts] if noise == "uniform" else []
     return _History(model, prompts, use_cache, noise=noise, self_conditioning=conditioning, generators=generators)
 
 
@@ -117,17 +118,22 @@ class _History:
     def _ids(self, rows, which, start, end) -> torch.Tensor:
         return torch.tensor([rows[n].ids[start:end] for n in which], dtype=torch.long, device=self.device)
 
-    def _block(self, rows, which, start, end) -> torch.Tensor:
+    def _block(self, rows, which, start, end, live) -> torch.Tensor:
         """The block as the model sees it this step: written tokens as they are, unwritten slot
-        positions as the model's noise (uniform: fresh random tokens from each row's generator,
-        drawn on the CPU so a seed gives the same canvas on any device)."""
+        positions as the model's noise (uniform: fresh random tokens from each `live` row's
+        generator, drawn on the CPU so a seed gives the same canvas on any device). A row that
+        only rides along (its history encoded, nothing of the block left to decide) draws none,
+        so its stream moves with its own steps alone, as if decoded by itself."""
+        ids = self._ids(rows, which, start, end)
         if self.noise == "mask":
-            return self._ids(rows, which, start, end)
-        ids = torch.tensor([rows[n].ids[start:end] for n in which], dtype=torch.long)
-        unwritten = torch.tensor([rows[n].unwritten(start, end) for n in which], dtype=torch.bool)
+            return ids
         vocab = self.model.config.vocab_size
-        noise = torch.stack([torch.randint(0, vocab, (end - start,), generator=self.generators[n]) for n in which])
-        return torch.where(unwritten, noise, ids).to(self.device)
+        for k, n in enumerate(which):
+            if n in live:
+                unwritten = torch.tensor(rows[n].unwritten(start, end), dtype=torch.bool, device=self.device)
+                noise = torch.randint(0, vocab, (end - start,), generator=self.generators[n]).to(self.device)
+                ids[k] = torch.where(unwritten, noise, ids[k])
+        return ids
 
     def _asking(self, called, at, first):
         """What a pass over the rows `called` asks for: the logits at `at`, or every block position
@@ -167,7 +173,7 @@ class _History:
             index = torch.tensor(live, device=self.device)
             history = torch.cat([self.prompts[index], self._ids(rows, live, 0, start)], 1)
             ask, kw = self._asking(live, at, first)
-            _, logits, passes = self._first(history, self._block(rows, live, start, end), self.lengths[index] + start,
+            _, logits, passes = self._first(history, self._block(rows, live, start, end, live), self.lengths[index] + start,
                                             ask, kw=kw)
             return self._kept(logits, live, at), {n: passes - 1 for n in live}
         if first:   # extend the cache by the prompts, or by the canvas finished since, for every unfinished row
@@ -180,14 +186,14 @@ class _History:
             index = torch.tensor([need.index(n) for n in live], device=self.device)
             at = (index[at[0]], at[1])
             ask, kw = self._asking(need, at, True)
-            self.cache, logits, passes = self._first(history, self._block(rows, need, start, end), lengths, ask,
+            self.cache, logits, passes = self._first(history, self._block(rows, need, start, end, live), lengths, ask,
                                                      cache, kw)
             self.held, self.cached_to, self.view, self.view_rows = need, start, self.cache, need
             return self._kept(logits, need, at), {n: passes - (n in live) for n in need}
         if live != self.view_rows:   # cut the cache only when the set of rows changes
             self.view, self.view_rows = self.cache.select([self.held.index(n) for n in live]), live
         ask, kw = self._asking(live, at, False)
-        return self._kept(self.model.step(self._block(rows, live, start, end), self.view, at=ask, **kw), live, at), {}
+        return self._kept(self.model.step(self._block(rows, live, start, end, live), self.view, at=ask, **kw), live, at), {}
 
 
 SCHEDULES = ("joint", "sequential", "one_token")
@@ -250,7 +256,7 @@ def decode(model: DenoisingModel, prompts: list[list[int]], canvases, automata, 
         raise UsageError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     rows = _start(canvases, automata, known, barred)
     history = _history(model, prompts, use_cache, seed)
-    samplers = [row_generator(seed, p) if seed is not None else None for p in prompts]
+    samplers = [row_generator(seed, p, "sample") if seed is not None else None for p in prompts]
     step = 0
     for block_start, block_end in canvases[0].spans(block_size or model.config.block_size):
         first = True

@@ -26,7 +26,7 @@ def uniform(tok, values=GOLD, **mock):
 def replayed_noise(model, seed, prompt):
     """The random canvas of every pass of one row, as the decoder must have drawn it from `seed`
     and the row's prompt."""
-    g = row_generator(seed, prompt)
+    g = row_generator(seed, prompt, "noise")
     return [torch.randint(0, model.config.vocab_size, shown.shape, generator=g) for shown in (p.shown for p in model.seen)]
 
 
@@ -52,6 +52,33 @@ def test_without_a_generator_the_noise_is_the_same_every_call(toy_tokenizer):
         decode(model, [prompt], [canvas], [automata])
         shown.append(torch.stack([p.shown for p in model.seen]))
     assert torch.equal(*shown)
+
+
+def test_a_rows_noise_and_its_samples_draw_apart():
+    draws = {stream: torch.rand(64, generator=row_generator(7, [1, 2, 3], stream)) for stream in ("noise", "sample")}
+    print("largest gap between the two streams' draws:", (draws["noise"] - draws["sample"]).abs().max().item())
+    assert not torch.equal(draws["noise"], draws["sample"])
+    assert torch.equal(draws["noise"], torch.rand(64, generator=row_generator(7, [1, 2, 3], "noise")))
+
+
+def test_a_row_riding_along_in_a_pass_draws_no_noise(toy_tokenizer):
+    """A row whose block is known rides along in the block's first pass (its history is encoded)
+    and must draw nothing: its stream moves with its own steps alone, so it shows the model the
+    same noise in a batch as by itself (a ride-along draw had shifted every later block's)."""
+    canvas, automata, model, prompt = uniform(toy_tokenizer, p=0.6)
+    code = canvas.slots[0]
+    known = {0: canvas.fill(GOLD)[code.start:code.end]}
+    assert canvas.spans(12)[0] == (0, 12) and code.end <= 12   # the first block holds the known slot alone
+    decode(model, [prompt], [canvas], [automata], known=[known], seed=5, block_size=12)
+    alone = [p.shown[0] for p in model.seen]
+    _, automata2, batch, _ = uniform(toy_tokenizer, p=0.6)
+    decode(batch, [prompt, [5, 6, 8]], [canvas, canvas], [automata, automata2], known=[known, {}], seed=5,
+           block_size=12)
+    ride, *steps = [p.shown[0] for p in batch.seen if len(p.shown) == 2]
+    written = list(canvas.ids)
+    written[code.start:code.end] = known[0]
+    assert ride.tolist() == written[:12]   # the known value, no random token
+    assert len(steps) == len(alone) and all(torch.equal(a, b) for a, b in zip(steps, alone))
 
 
 def test_each_step_renoises_what_is_unwritten_and_never_touches_the_rest(toy_tokenizer):
