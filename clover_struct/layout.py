@@ -257,6 +257,7 @@ class Canvas:
     tree: Any = field(default=None, repr=False)
     blocks: tuple[int, ...] = (0,)   # where each denoising block starts (item_blocks lists)
     check: Any = field(default=None, repr=False)   # a JSON Schema's final check (validation.py), for `validate`
+    left_out: tuple[str, ...] = ()   # optional keys not laid out for room (maxProperties, or the model's context)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -476,6 +477,9 @@ class Canvas:
                 what = x.pattern if x.kind == "regex" else " | ".join(x.choices)
                 checks = "".join(f"  {c.op} {c.bound}" for c in x.checks) + "  verbatim" * x.verbatim
                 lines.append(f"{x.path:32} {x.kind:6} {x.budget:>6}  {what}{checks}")
+        if self.left_out:
+            lines.append(f"never written ({len(self.left_out)} optional keys past maxProperties or the room): "
+                         + ", ".join(self.left_out))
         return "\n".join(lines)
 
     __str__ = describe

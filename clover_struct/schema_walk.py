@@ -90,6 +90,7 @@ class Builder:
         self.lists = 0                  # open lists and maps around the current value
         self.open_parts = False         # whether an open part or recursion was laid out (SHRINK helps)
         self.size = 0                   # positions of the slots laid out (the canvas is longer)
+        self.left_out: list[str] = []   # optional keys left out for room (maxProperties, or the context)
         self.key_groups = strict        # a JSON Schema's optional keys as "key" groups (not in one_slot unions)
 
     def resolve(self, s, path: str, base: str = ""):
@@ -208,6 +209,7 @@ class Builder:
                 continue
             if key not in written and (room is not None and len(fields) >= room - (skip is not None)
                                        or within is not None and self.size >= within):
+                self.left_out.append(_join(path, key))
                 continue
             self.open_parts |= key not in written   # leaving it out would shrink the canvas (a model: its default)
             optional = self.key_groups and key not in written and not self.null_default(sub, _join(path, key), base)
@@ -223,7 +225,9 @@ class Builder:
                 node = None
             if node is None or key not in written and within is not None and self.size > within:
                 self.rollback(mark)   # optional, and past the recursion depth, unsatisfiable, nothing to
-                continue              # decide, or past the positions left for optional keys
+                if node is not None:  # decide, or past the positions left for optional keys
+                    self.left_out.append(_join(path, key))
+                continue
             fields.append((key, node))
             lead = ", "
         if lead == "{":   # no key laid out took the brace (a map, or an object left empty)
@@ -527,13 +531,13 @@ class Builder:
         return g
 
     def mark(self) -> tuple:
-        return len(self.pieces), len(self.slots), len(self.groups), self.group
+        return len(self.pieces), len(self.slots), len(self.groups), len(self.left_out), self.group
 
     def rollback(self, mark: tuple) -> None:
         """Forget everything laid out since `mark` (a part cut off past the recursion depth)."""
-        pieces, slots, groups, self.group = mark
+        pieces, slots, groups, left_out, self.group = mark
         self.size -= sum(s["budget"] for s in self.slots[slots:])
-        del self.pieces[pieces:], self.slots[slots:], self.groups[groups:]
+        del self.pieces[pieces:], self.slots[slots:], self.groups[groups:], self.left_out[left_out:]
         g = self.group
         while g is not None:   # only the groups open at the mark can hold slots laid out since
             held = self.groups[g]["slots"]   # (ascending: slots join their groups as they are laid out)
@@ -582,7 +586,7 @@ class Builder:
         blocks = tuple(sorted({b for b in blocks if b < len(ids)}))
         _check_order(self.slots, blocks)
         return Canvas(tuple(ids), tuple(Slot(**s) for s in self.slots), tuple(Group(**g) for g in self.groups),
-                      mask_id, pad_id, self.tok, self.doc.root, model, tree, blocks)
+                      mask_id, pad_id, self.tok, self.doc.root, model, tree, blocks, left_out=tuple(self.left_out))
 
 
 def _check_order(slots: list[dict], blocks: tuple[int, ...]) -> None:

@@ -168,6 +168,12 @@ def test_optional_keys_past_the_room_are_laid_out_in_order_while_they_fit(toy_to
     kept = [g.path for g in c.groups if g.kind == "key"]
     print(f"{len(kept)} of 60 optional keys kept, canvas {len(c)} tokens of 300")
     assert len(c) <= 300 and 5 <= len(kept) < 60 and kept == [f"k{i}" for i in range(len(kept))]
+    assert c.left_out == tuple(f"k{i}" for i in range(len(kept), 60))   # and `clover-struct schema` says so
+    assert c.describe().endswith(f"never written ({60 - len(kept)} optional keys past maxProperties or the room): "
+                                 + ", ".join(c.left_out))
+    assert build_canvas(schema, toy_tokenizer).left_out == () and "never written" not in build_canvas(
+        schema, toy_tokenizer).describe()
+    assert build_canvas({**schema, "maxProperties": 3}, toy_tokenizer).left_out == tuple(f"k{i}" for i in range(2, 60))
     assert c.parse(c.fill({"id": 4, "k1": "ab"})) == {"id": 4, "k1": "ab"}
 
 

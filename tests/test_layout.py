@@ -315,7 +315,7 @@ def test_canvases_are_cached_and_checked_against_the_context(toy_tokenizer):
     need = len(build_canvas(Flat, toy_tokenizer))
     assert build_canvas(Flat, toy_tokenizer, context=need)
     least = build_canvas(Flat, toy_tokenizer, context=need - 1)   # `note`, which has a default, left out
-    assert [s.path for s in least.slots] == ["name", "count", "lat", "ok", "color", "day"]
+    assert [s.path for s in least.slots] == ["name", "count", "lat", "ok", "color", "day"] and least.left_out == ("note",)
     with pytest.raises(SchemaError, match=f"needs {len(least)} tokens but only 50 fit") as e:
         build_canvas(Flat, toy_tokenizer, context=50)
     largest = max(least.slots, key=lambda s: s.end - s.start)
