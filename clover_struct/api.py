@@ -46,6 +46,7 @@ from .patterns import FLOAT_FRACTION_DIGITS
 from .repair import failed_variants, finish
 from .schema_walk import build_canvas
 from .verbatim import for_text, spans, unwrapped
+from .vocab import letter_tokens
 
 
 EMBEDDED = Path(__file__).parent / "models" / "clover-mini"
@@ -188,8 +189,9 @@ def canvas_marks(model) -> tuple[int, int]:
     return mark, cfg.pad_token_id
 
 
-def prepare(schema, model=None, max_tokens: int | None = None):
-    """The model (default: the embedded one), its canvas for `schema` and the canvas's automata."""
+def prepare(schema, model=None, max_tokens: int | None = None, letter_tokens: int = 1):
+    """The model (default: the embedded one), its canvas for `schema` and the canvas's automata
+    (`letter_tokens`: of the texts it is for, vocab.letter_tokens)."""
     check_model(model)
     model = model or default_model()
     cfg, source = model.config, getattr(model, "source", None)
@@ -203,7 +205,7 @@ def prepare(schema, model=None, max_tokens: int | None = None):
     if isinstance(schema, (str, Path)) and not Path(schema).is_file():
         raise UsageError(f"schema {str(schema)!r}: no such JSON Schema file; pass a pydantic model class, "
                          "a JSON Schema dict, or the path of a .json file")
-    canvas = lay_out(schema, model, max_tokens)
+    canvas = lay_out(schema, model, max_tokens, letter_tokens=letter_tokens)
     try:
         automata = compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
     except CloverError:
@@ -219,7 +221,7 @@ def _our_bug(e: Exception) -> SchemaError:
                            "in clover-struct: please report it with the schema")
 
 
-def lay_out(schema, model, max_tokens: int | None = None, fit: bool = True):
+def lay_out(schema, model, max_tokens: int | None = None, fit: bool = True, letter_tokens: int = 1):
     """The schema's canvas over `model`'s tokenizer, within 3/4 of its context where open parts
     allow; SchemaError if it cannot be laid out, or with `fit`, if it exceeds the context."""
     cfg = model.config
@@ -227,7 +229,8 @@ def lay_out(schema, model, max_tokens: int | None = None, fit: bool = True):
     try:
         return build_canvas(schema, model.tokenizer, max_tokens=max_tokens, mask_id=mask, pad_id=pad,
                             room=cfg.max_position_embeddings * 3 // 4,
-                            context=cfg.max_position_embeddings if fit else None, vocab_size=cfg.vocab_size)
+                            context=cfg.max_position_embeddings if fit else None, vocab_size=cfg.vocab_size,
+                            letter_tokens=letter_tokens)
     except CloverError:
         raise
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -517,25 +520,47 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
     texts, known = _texts_and_known(texts, known)
     check_model(model)
     with model_lock(model or default_model()):
-        model, canvas, automata = prepare(schema, model, max_tokens)
+        model = prepare(schema, model, max_tokens)[0]   # the schema checked before any text
         options = dict(threshold=threshold, temperature=temperature, seed=seed, schedule=schedule,
                        use_cache=use_cache)
         results: list[Any] = [None] * len(texts)
         traces: list[Trace] = [Trace() for _ in texts]
-        jobs = []
-        for n, text in enumerate(texts):
-            try:
-                ids, held = fit_prompt(model, text, canvas, truncate)
-            except (UsageError, CheckpointError, SchemaError):
-                raise   # the call or the model is wrong (a chat template without jinja2): no record can run
-            except Exception as e:
-                results[n] = internal_failure("encoding the prompt", e)
-                continue
-            jobs.append((n, ids, _known_ids(canvas, automata, known[n]), held))
-        for b in range(0, len(jobs), batch_size):
-            for n, value, t in decode_jobs(model, canvas, automata, jobs[b:b + batch_size], options):
-                results[n], traces[n] = value, t
+        for width, ns in by_width(model, texts).items():   # a canvas per width (its free strings' budgets)
+            canvas, automata = widened(schema, model, max_tokens, width)
+            jobs = []
+            for n in ns:
+                try:
+                    ids, held = fit_prompt(model, texts[n], canvas, truncate)
+                except (UsageError, CheckpointError, SchemaError):
+                    raise   # the call or the model is wrong (a chat template without jinja2): no record can run
+                except Exception as e:
+                    results[n] = internal_failure("encoding the prompt", e)
+                    continue
+                jobs.append((n, ids, _known_ids(canvas, automata, known[n]), held))
+            for b in range(0, len(jobs), batch_size):
+                for n, value, t in decode_jobs(model, canvas, automata, jobs[b:b + batch_size], options):
+                    results[n], traces[n] = value, t
     return list(zip(results, traces)) if trace else results
+
+
+def widened(schema, model, max_tokens: int | None, width: int) -> tuple:
+    """The canvas and automata of `schema` for texts of `width` (prepare's letter_tokens); at
+    one token a letter where that canvas outgrows the model's context."""
+    try:
+        return prepare(schema, model, max_tokens, width)[1:]
+    except SchemaError:
+        if width == 1:
+            raise
+        return prepare(schema, model, max_tokens)[1:]
+
+
+def by_width(model, texts) -> dict[int, list[int]]:
+    """The indices of `texts` by the most tokens a letter of each takes (vocab.letter_tokens; 1 for
+    what is no text, which fit_prompt refuses), narrowest first: each width lays out a canvas."""
+    out: dict[int, list[int]] = {}
+    for n, text in enumerate(texts):
+        out.setdefault(letter_tokens(model.tokenizer, text) if isinstance(text, str) else 1, []).append(n)
+    return dict(sorted(out.items()))
 
 
 OPTIONS = [name for name, p in inspect.signature(extract_many).parameters.items()

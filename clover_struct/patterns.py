@@ -82,12 +82,14 @@ CALENDAR_FORMATS = ("date", "date-time", "date-time-aware", "date-time-naive")  
 
 
 def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS,
-                   quoted: bool = False) -> tuple[str, int, tuple | None, list[tuple], str | None]:
-    """A string schema's slot: (content regex, longest value in characters, (min, max) length for
+                   quoted: bool = False, letter_tokens: int = 1) -> tuple[str, int, tuple | None, list[tuple], str | None]:
+    """A string schema's slot: (content regex, tokens its longest value takes, (min, max) length for
     the automaton's counter or None, [(check op, bound)], the format's content regex where a
     `pattern` stands beside a known format, else None). The user's pattern always holds; beside a
     format the automaton runs both regexes at once; an unknown format is an annotation. `quoted`:
-    the regex stands between quotes (a nullable string's, one in a value's expression)."""
+    the regex stands between quotes (a nullable string's, one in a value's expression).
+    `letter_tokens`: tokens a letter of the text may take (vocab.letter_tokens), which a free
+    string's max_length counts; a pattern's or a format's characters count one each."""
     fmt, lo, hi, pattern = s.get("format"), s.get("minLength", 0), s.get("maxLength"), s.get("pattern")
     pattern = pattern if pattern is None else anchored_once(pattern)
     if pattern is not None and (run := one_run(pattern)):   # its count is a length bound: the counter's
@@ -107,7 +109,8 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
             checks.append(("pattern", pattern))
             pattern = loosened(pattern)
         content = content_pattern(pattern, path, quoted) if pattern is not None else CHAR + "*"
-        size, length = hi or max(default_tokens, lo), (lo, hi) if lo or hi is not None else None
+        free = letter_tokens if pattern is None else 1
+        size, length = hi * free if hi else max(default_tokens, lo * free), (lo, hi) if lo or hi is not None else None
         if pattern is not None and (width := plain_width(pattern)) is not None:
             size = max(min(size, width), 1)  # no value of the pattern is longer
             if any(int(m[2]) - int(m[1]) > WIDE_REPEAT for m in _COUNTED.finditer(pattern)):

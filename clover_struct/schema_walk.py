@@ -48,6 +48,7 @@ SIBLING_KEYS = {"copies_before": ("before", "valid_to"), "copies_beside": ("besi
 class Options:
     """How far open-ended parts of a schema are laid out."""
     default_tokens: int = DEFAULT_STRING_TOKENS   # budget of a string without max_length
+    letter_tokens: int = 1                        # tokens a letter of the text may take (vocab.letter_tokens)
     items: tuple[int, ...] = (8, 3, 2)            # entries of an open list or map, by nesting depth
     depth: int = 2                                # times a recursive reference is followed again
     keys_within: int | None = None                # optional keys (a model's: those with a default) only while
@@ -457,7 +458,7 @@ class Builder:
                                     "would have to write with its quotes escaped; declare the field as its inner "
                                     "type (Json[list[int]] -> list[int])")
         content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens,
-                                                             quoted=nullable)
+                                                             quoted=nullable, letter_tokens=self.options.letter_tokens)
         parent, _, _ = path.rpartition(".")
         before, beside = (s.get(key) and (f"{parent}.{s[key]}" if parent else s[key]) for key in SIBLING_KEYS)
         size = min(size, STRING_TOKENS_CAP)
@@ -628,10 +629,11 @@ _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, context: int | None = None,
                  mask_id: int | None = None, pad_id: int | None = None, room: int | None = None,
-                 vocab_size: int | None = None) -> Canvas:
+                 vocab_size: int | None = None, letter_tokens: int = 1) -> Canvas:
     """Lay out a pydantic model class or a JSON Schema (dict, boolean or .json path) over `tokenizer`.
 
-    `max_tokens`: budget of strings without max_length (default 24). `room`: the tokens the
+    `max_tokens`: budget of strings without max_length (default 24). `letter_tokens`: tokens a
+    letter of the text may take (vocab.letter_tokens), which a free string's max_length counts. `room`: the tokens the
     canvas should stay within (default: 3/4 of `context`, the rest left to the prompt); open
     lists, maps and recursion are laid out smaller until it does (SHRINK). `context`: the most
     tokens it may take (SchemaError beyond). `vocab_size`:
@@ -656,7 +658,7 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
         room = context * 3 // 4
     try:
         text = None if model else json.dumps(schema, ensure_ascii=False, default=_json_number)   # key order and all
-        key = (model or text, max_tokens, mask_id, pad_id, room, vocab_size)
+        key = (model or text, max_tokens, mask_id, pad_id, room, vocab_size, letter_tokens)
     except RecursionError:
         key = None   # past what the JSON writer nests: check_nesting says so
     except (TypeError, ValueError) as e:   # a set, an object, a dict that holds itself
@@ -672,7 +674,8 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
             from .model_schema import model_schema   # (pydantic is imported only for a model)
             raw = model_schema(model)
             _check_unicode(json.dumps(raw, ensure_ascii=False))
-        cache[key] = _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size)
+        options = Options(default_tokens=max_tokens or DEFAULT_STRING_TOKENS, letter_tokens=letter_tokens)
+        cache[key] = _lay_out(raw, model, tokenizer, options, mask_id, pad_id, room, vocab_size)
     if context is not None:
         cache[key].check_fits(context)
     return cache[key]
@@ -696,9 +699,10 @@ def _json_number(value) -> float:
     raise TypeError(f"{type(value).__name__} {value!r} is not JSON")
 
 
-def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_size) -> Canvas:
-    """The canvas of the largest Options in SHRINK that fits `room`, each slot with the tokens its
-    shortest value needs at least (a second build raises the estimates that fall short)."""
+def _lay_out(raw, model, tokenizer, base: Options, mask_id, pad_id, room, vocab_size) -> Canvas:
+    """The canvas of the largest Options in SHRINK (with `base`'s string budgets) that fits `room`,
+    each slot with the tokens its shortest value needs at least (a second build raises the
+    estimates that fall short)."""
     from .validation import checker
 
     check = None if model is not None else checker(raw)
@@ -707,7 +711,7 @@ def _lay_out(raw, model, tokenizer, max_tokens, mask_id, pad_id, room, vocab_siz
     doc = Document(raw if isinstance(raw, dict) else {})
     budgets: dict[str, int] = {}
     for k, options in enumerate(SHRINK):
-        options = replace(options, default_tokens=max_tokens or DEFAULT_STRING_TOKENS)
+        options = replace(options, default_tokens=base.default_tokens, letter_tokens=base.letter_tokens)
         if k == len(SHRINK) - 1:
             return replace(_keys_within(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size, room),
                            check=check)

@@ -40,6 +40,7 @@ from . import api
 from .chat_request import ApiError, Request, parse_request
 from .errors import ExtractionError, InternalError, SchemaError, UsageError
 from .layout import KeyNode, ListNode, ObjectNode, OptionalNode
+from .vocab import letter_tokens
 
 LAYOUTS = 64   # schemas whose canvas and automata are kept
 MAX_DIGITS = 4300   # digits of a whole number in a body (Python reads no more by default)
@@ -139,13 +140,13 @@ class Engine:
                     break
             await loop.run_in_executor(self.executor, self.decode_batch, batch)
 
-    def layout(self, schema: dict):
-        key = json.dumps(schema)
+    def layout(self, schema: dict, width: int):
+        key = json.dumps(schema), width
         if key not in self.layouts:
             if len(self.layouts) >= LAYOUTS:
                 self.layouts.pop(next(iter(self.layouts)))
             try:
-                self.layouts[key] = api.prepare(schema, self.model)[1:]
+                self.layouts[key] = api.widened(schema, self.model, None, width)
             except SchemaError as e:
                 self.layouts[key] = e
         return self.layouts[key]
@@ -155,19 +156,19 @@ class Engine:
         self.stats["batches"] += 1
         self.stats["requests"] += len(batch)
         groups: dict[tuple, list[Job]] = {}
-        for job in batch:
-            groups.setdefault(job.key, []).append(job)
+        for job in batch:   # (a width of each text: its free strings' budgets)
+            groups.setdefault((*job.key, letter_tokens(self.model.tokenizer, job.request.text)), []).append(job)
         with api.model_lock(self.model):
-            for jobs in groups.values():
+            for (*_, width), jobs in groups.items():
                 try:
-                    self.decode_group(jobs)
+                    self.decode_group(jobs, width)
                 except Exception as e:   # a bug: these requests fail, the server goes on
                     for job in jobs:
                         job.send("done", ApiError(500, f"decoding failed ({type(e).__name__}: {e}); this is a bug "
                                                        "in clover-struct: please report it", type="server_error"))
 
-    def decode_group(self, jobs: list[Job]) -> None:
-        layout = self.layout(jobs[0].request.schema)
+    def decode_group(self, jobs: list[Job], width: int) -> None:
+        layout = self.layout(jobs[0].request.schema, width)
         if isinstance(layout, SchemaError):
             for job in jobs:
                 job.send("done", ApiError(400, str(layout), param="response_format", code="schema_not_supported"))

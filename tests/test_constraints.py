@@ -130,6 +130,46 @@ def test_max_length_counts_characters_not_tokens_or_bytes(toy_tokenizer, toy_byt
     assert s.accepts(enc("北京")) and s.accepts(enc("Zoë")) and not s.accepts(enc("北京市!"))
 
 
+class City(BaseModel):
+    city: str = Field(max_length=3)
+    code: str = Field(pattern=r"^.{0,3}$")
+
+
+def test_a_free_strings_budget_holds_max_length_letters_of_the_text(toy_byte_tokenizer):
+    """max_length counts characters, a slot's budget tokens: for a text whose letters take up to
+    three tokens each (a byte-level vocabulary without 市), a free string's budget is three tokens
+    a character, so 北京市 is written whole (it had been cut to what 3 tokens spell: 北)."""
+    from clover_struct import extract
+    from clover_struct.api import prepare, prompt_ids
+    from clover_struct.vocab import letter_tokens
+    from tiny_models import MockModel
+
+    tok, text = toy_byte_tokenizer, "城市: 北京市, code 北京市"
+    assert [letter_tokens(tok, t) for t in ("city: Oslo", "Zoë", text, "市 😀")] == [1, 1, 3, 3]   # ë is a token
+    mock = MockModel(tok, {}, 0)
+    narrow, wide = (prepare(City, mock, None, width)[1] for width in (1, 3))
+    assert [s.budget for s in narrow.slots] == [3, 3] and [s.budget for s in wide.slots] == [9, 3]   # a pattern: one each
+    mock.script = dict(enumerate(wide.fill({"city": "北京市", "code": "abc"})))
+    mock.width = len(prompt_ids(tok, text, wide))
+    assert extract(text, City, model=mock) == City(city="北京市", code="abc")
+
+
+def test_a_wide_canvas_past_the_context_falls_back_to_one_token_a_letter(toy_byte_tokenizer):
+    from clover_struct import extract
+    from clover_struct.api import prepare, prompt_ids
+    from tiny_models import MockModel
+
+    class Long(BaseModel):
+        city: str = Field(max_length=60)
+
+    tok, text = toy_byte_tokenizer, "城市: 北京市"
+    narrow, wide = (prepare(Long, MockModel(tok, {}, 0), None, width)[1] for width in (1, 3))
+    prompt = len(prompt_ids(tok, text, narrow))
+    mock = MockModel(tok, dict(enumerate(narrow.fill({"city": "北京市"}))), prompt, context=len(narrow) + prompt + 10)
+    assert len(wide) > mock.config.max_position_embeddings   # a canvas of 3 tokens a letter would not fit
+    assert extract(text, Long, model=mock) == Long(city="北京市")
+
+
 def test_user_patterns_apply_to_the_unescaped_content(toy_tokenizer):
     c = build_canvas(Record, toy_tokenizer)
     autos = compile_canvas(c)

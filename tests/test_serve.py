@@ -77,6 +77,17 @@ def test_a_pydantic_schema_and_a_hand_written_one_give_valid_json(client, model)
     assert record == extract(text, CONTACT, model=model)
 
 
+def test_a_text_whose_letters_take_several_tokens_is_laid_out_as_extract_lays_it_out(client, model):
+    from clover_struct.api import prepare
+    from clover_struct.vocab import letter_tokens
+
+    text = "Ask Дмитрий on floor 12, it is urgent."
+    width = letter_tokens(model.tokenizer, text)
+    reply = client.chat.completions.create(model="clover-mini", messages=user(text), response_format=fmt(CONTACT))
+    assert reply.usage.completion_tokens == len(prepare(CONTACT, model, None, width)[1]) > len(prepare(CONTACT, model)[1])
+    assert json.loads(reply.choices[0].message.content) == extract(text, CONTACT, model=model)
+
+
 def test_system_messages_are_not_read_and_user_messages_are_joined(client, model):
     messages = [{"role": "system", "content": "You are a parser."}, {"role": "user", "content": NOTICES[1]},
                 {"role": "user", "content": [{"type": "text", "text": NOTICES[2]}]}]
