@@ -221,10 +221,11 @@ class CircleArea(BaseModel):
 
     @model_validator(mode="after")
     def _off_the_poles(self) -> CircleArea:
-        lat, reach = self.center.decimal[0], math.degrees(read_radius(self.radius) / EARTH_RADIUS_M)
-        if abs(lat) + reach >= 90:
-            raise ValueError(f"a circle of {self.radius} around {self.center.lat} takes in a pole, which a footprint "
-                             "in degrees cannot hold")
+        try:
+            circle_about(*self.center.decimal, read_radius(self.radius))
+        except ValueError:
+            raise ValueError(f"a circle of {self.radius} around {self.center.lat} takes in a pole, or its polygon "
+                             "in degrees would, which a footprint in degrees cannot hold") from None
         return self
 
     @field_validator("radius")
@@ -527,17 +528,20 @@ def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SE
 def circle_about(lat: float, lon: float, radius_m: float) -> Polygon:
     """A polygon of CIRCLE_SEGMENTS sides in (x=lon, y=lat) degrees that holds the whole circle:
     its ring drawn out until every side passes outside it (a side straight in degrees bows in,
-    at high latitudes and large radii, past what 1/cos(pi/CIRCLE_SEGMENTS) allows)."""
+    at high latitudes and large radii, past what 1/cos(pi/CIRCLE_SEGMENTS) allows). ValueError
+    where no such ring stays off the poles (one drawn over a pole wraps to its far side)."""
     drawn = radius_m / math.cos(math.pi / CIRCLE_SEGMENTS)
     for _ in range(8):
+        if abs(lat) + math.degrees(drawn / EARTH_RADIUS_M) >= 90:
+            break
         ring = circle_ring(lat, lon, drawn)
         corners = ring.exterior.coords
         nearest = min(distance_m((lat, lon), (y1 + (y2 - y1) * f, x1 + (x2 - x1) * f))
                       for (x1, y1), (x2, y2) in zip(corners, corners[1:]) for f in (0.25, 0.5, 0.75))
         if nearest >= radius_m:
-            break
+            return ring
         drawn += (radius_m - nearest) * 1.1
-    return ring
+    raise ValueError(f"no polygon in degrees holds a circle of {radius_m:.0f} m around latitude {lat} off the poles")
 
 
 def daily_windows(schedule: Optional[str]) -> list[tuple[int, int]]:

@@ -175,6 +175,30 @@ def test_a_circle_footprint_holds_the_whole_circle():
     assert all(z.contains(lat, lon, 10.0, datetime(2031, 3, 4, tzinfo=UTC)) for lat, lon in edge)
 
 
+@pytest.mark.parametrize("lat", [60.0, 85.0, 89.0, 89.9, -89.0])
+def test_a_circle_near_a_pole_holds_its_centre_and_edge_or_is_refused(lat):
+    """A ring drawn out to hold the circle could pass over the pole and wrap to its far side,
+    missing even the centre (89.9N, 11.1 km): such a circle is refused like one taking in the pole."""
+    held = refused = 0
+    for gap in (2.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.01, 0.001, 0.0002):   # degrees between the circle's edge and the pole
+        reach = 90 - abs(lat) - gap
+        if reach <= 0:
+            continue
+        radius_m = math.radians(reach) * EARTH_RADIUS_M
+        try:
+            z = circle(f"{lat:.4f}", "10.0000", f"{radius_m / 1000:.3f} km")
+        except ValidationError as e:
+            assert "takes in a pole, or its polygon in degrees would" in str(e)
+            refused += 1
+            continue
+        when = datetime(2031, 3, 4, tzinfo=UTC)
+        edge = [destination_point(lat, 10.0, bearing, z.radius_m * 0.999) for bearing in range(0, 360, 15)]
+        assert all(z.contains(a, b, 10.0, when) for a, b in [(lat, 10.0), *edge])
+        held += 1
+    print(f"{lat}: {held} circles held, {refused} refused")
+    assert refused >= 1
+
+
 def test_an_end_with_no_year_after_a_start_in_december_is_in_the_next_year():
     z = circle(valid_from_raw="2026年12月30日22时", valid_to_raw="1月2日06时", utc_offset_hours=8)
     assert (z.valid_from, z.valid_to) == (datetime(2026, 12, 30, 14, tzinfo=UTC), datetime(2027, 1, 1, 22, tzinfo=UTC))
