@@ -383,9 +383,7 @@ class NoFlyZone(BaseModel):
         if metres <= 0:
             raise ValueError(f"ceiling {v!r} is at the surface: it bounds no volume")
         low, low_ref = (0.0, "AGL") if floor is None else _limit(floor, v)
-        # Comparable in one reference, and flight levels with heights above sea level (on a
-        # standard day): 1200FT AGL over a valley may lie below 200M AMSL.
-        if "floor" in info.data and (ref == low_ref or {ref, low_ref} == {"AMSL", "STD"}) and metres < low:
+        if "floor" in info.data and _comparable(ref, low_ref) and metres < low:
             raise ValueError(f"ceiling {metres:.0f} m {ref} is below floor {low:.0f} m {low_ref}")
         return v
 
@@ -411,7 +409,7 @@ class NoFlyZone(BaseModel):
 
     @model_validator(mode="after")
     def _height(self) -> NoFlyZone:
-        if self.ceiling is not None and self.floor is not None and self.ceiling_ref == self.floor_ref \
+        if self.ceiling is not None and self.floor is not None and _comparable(self.ceiling_ref, self.floor_ref) \
                 and self.ceiling_m == self.floor_m:
             raise ValueError(f"floor {self.floor!r} and ceiling {self.ceiling!r} are the same height")
         return self
@@ -516,6 +514,13 @@ class NoFlyZone(BaseModel):
             return False
         shape = self.footprint()
         return any(shape.covers(_ShapelyPoint(lon + turn, lat)) for turn in TURNS)
+
+
+def _comparable(ref: str, other: str) -> bool:
+    """Whether heights in two references compare as numbers: in one reference, and flight levels
+    with heights above sea level (on a standard day); 1200FT AGL over a valley may lie below
+    200M AMSL."""
+    return ref == other or {ref, other} == {"AMSL", "STD"}
 
 
 def circle_ring(lat: float, lon: float, radius_m: float, points: int = CIRCLE_SEGMENTS) -> Polygon:

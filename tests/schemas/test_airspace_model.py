@@ -224,6 +224,7 @@ def test_daily_schedule_is_enforced_other_schedules_ignored():
     [
         ({"ceiling": "100 M AGL", "floor": "500 M AGL"}, "below floor"),
         ({"ceiling": "120M AGL", "floor": "120 M AGL"}, "same height"),
+        ({"floor": "FL050", "ceiling": "5000FT AMSL"}, "same height"),   # a flight level over sea level
         ({"valid_to_raw": "3103011800"}, "before valid_from"),
         ({"utc_offset_hours": 5.2}, "utc_offset_hours"),
         ({"area": {"kind": "circle", "center": {"lat": "0083000E", "lon": "0083000E"}, "radius": "1KM"}}, "center.lat"),
