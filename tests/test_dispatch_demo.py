@@ -100,6 +100,8 @@ def test_a_notice_that_fails_leaves_every_answer_to_the_model(model_dir, monkeyp
     ([], 100.0, demo.WINDOW, "no points"),
     ([(31.215, 121.47, 100.0)], 100.0, demo.WINDOW, "route point 0 is .*a .latitude, longitude. pair"),
     (demo.ROUTE, float("nan"), demo.WINDOW, "height"),
+    (demo.ROUTE, True, demo.WINDOW, "height"),
+    ([("31.215", 121.47)], 100.0, demo.WINDOW, "route point 0"),   # numbers, not strings of them
     (demo.ROUTE, 100.0, demo.WINDOW[::-1], "ends"),
     (demo.ROUTE, 100.0, tuple(t.replace(tzinfo=None) for t in demo.WINDOW), "timezone-aware"),
     (demo.ROUTE, 100.0, (None, None), "timezone-aware"),
@@ -176,6 +178,30 @@ def test_a_zone_narrower_than_the_samples_is_met_where_the_leg_crosses_it():
         assert [c.conflict for c in check_route(legs, volumes([("z", z)]))] == [True]
 
 
+@pytest.mark.parametrize("hours, schedule, offset, in_force", [
+    (("2705121100", "2705121200"), None, 0, ("11:00:00", "12:00:00")),
+    ((None, None), "DLY 1100-1200", 0, ("11:00:00", "12:00:59.999999")),   # a window holds its last minute
+    ((None, None), "DLY 1900-2000", 8, ("11:00:00", "12:00:59.999999")),   # in the notice's clock
+])
+def test_a_zone_in_force_for_part_of_a_hover_or_a_slow_leg_is_a_conflict_then(hours, schedule, offset, in_force):
+    """A hover (and a leg of 220 m in 4 hours) had two samples, at its ends: a zone in force only
+    between them was 'not active then'. The leg is sampled where the zone comes into force and
+    last is, and where its height meets a limit."""
+    start, end = datetime(2027, 5, 12, 10, tzinfo=timezone.utc), datetime(2027, 5, 12, 14, tzinfo=timezone.utc)
+    z = NoFlyZone(area=CircleArea(center=Position(lat="31.2000", lon="121.4000"), radius="1 km"), floor="SFC",
+                  ceiling="120 M AGL", valid_from_raw=hours[0], valid_to_raw=hours[1], schedule=schedule,
+                  utc_offset_hours=offset, uas_only=True)
+    for a, b in (((31.2, 121.4), (31.2, 121.4)), ((31.199, 121.4), (31.201, 121.4))):
+        (c,) = check_route([Waypoint(*a, 50.0, start), Waypoint(*b, 50.0, end)], volumes([("z", z)]))
+        assert c.conflict and (f"{c.conflict_from:%H:%M:%S}", f"{c.conflict_to:%H:%M:%S.%f}".removesuffix(".000000")) \
+            == in_force
+    layer = NoFlyZone(area=CircleArea(center=Position(lat="31.2000", lon="121.4000"), radius="1 km"),
+                      floor="300 M AGL", ceiling="310 M AGL", uas_only=True)   # 10 m a 500 m climb passes
+    (c,) = check_route([Waypoint(31.2, 121.4, 0.0, start), Waypoint(31.2005, 121.4, 500.0, end)],
+                       volumes([("z", layer)]))
+    assert c.conflict and f"{c.conflict_from:%H:%M}" == "12:24" and f"{c.conflict_to:%H:%M}" == "12:28"
+
+
 @pytest.mark.parametrize("lat, radius", [(60.0, "100NM"), (80.0, "100NM"), (0.0, "2700NM"), (-70.0, "300 km")])
 def test_a_circle_s_footprint_holds_the_whole_circle(lat, radius):
     """Sides straight in degrees bow inwards at high latitudes and large radii: a point 10 m
@@ -199,6 +225,9 @@ def test_the_exports_and_the_route_check_name_what_they_take():
         volumes([z])
     with pytest.raises(UsageError, match="Waypoint"):
         check_route([(31.2, 121.4), (31.3, 121.5)], volumes([("z", z)]))
+    start = demo.WINDOW[0]
+    with pytest.raises(UsageError, match="route point 0"):   # (a bare TypeError from the distances before)
+        check_route([Waypoint("31.2", 121.4, 10.0, start), Waypoint(31.2, 121.41, 10.0, start)], volumes([("z", z)]))
 
 
 def test_judging_a_flight_needs_a_zone_per_notice(model_dir):

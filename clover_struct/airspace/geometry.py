@@ -8,6 +8,7 @@ plotting: records in, volumes, conflicts and facts out.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Optional
@@ -20,7 +21,7 @@ from shapely.geometry.polygon import orient
 from shapely.prepared import prep
 
 from clover_struct.errors import UsageError
-from clover_struct.schemas.airspace import NoFlyZone
+from clover_struct.schemas.airspace import NoFlyZone, daily_windows
 from clover_struct.schemas.units import EARTH_RADIUS_M, TURNS, distance_m, unwrapped
 
 # No terrain model here: for AMSL and STD (flight level) limits the ground is taken to lie
@@ -150,13 +151,35 @@ def samples(a: Waypoint, b: Waypoint, also: list[float] = ()) -> list[Waypoint]:
 
 
 def _edges(path: LineString, shape: BaseGeometry, turn: float) -> list[float]:
-    """Fractions of `path` (shifted by `turn`) where it crosses `shape`'s edge, and the middles
-    between them: a zone narrower than the samples' spacing is met there."""
+    """Fractions of `path` (shifted by `turn`) where it crosses `shape`'s edge."""
     if path.length == 0:
         return []
-    cut = sorted(path.project(Point(x - turn, y), normalized=True)
-                 for x, y in get_coordinates(translate(path, xoff=turn).intersection(shape)))
-    return cut + [(f + g) / 2 for f, g in zip(cut, cut[1:])]
+    return [path.project(Point(x - turn, y), normalized=True)
+            for x, y in get_coordinates(translate(path, xoff=turn).intersection(shape))]
+
+
+def _bounds(v: Volume, a: Waypoint, b: Waypoint) -> list[float]:
+    """Fractions of the leg a->b where its height meets the zone's floor or ceiling, and where the
+    zone comes into force or last is: its validity's ends, each day's windows' first instant and
+    last (a window holds its last minute whole)."""
+    out = []
+    low, high = altitude_in(v.floor_ref, a.alt_m), altitude_in(v.floor_ref, b.alt_m)
+    for limit in (v.floor_m, v.ceiling_m):
+        if limit is not None and low != high:
+            out.append((limit - low) / (high - low))
+    span = (b.time - a.time).total_seconds()
+    if span <= 0:
+        return [f for f in out if 0 < f < 1]
+    instants = [t for t in (v.valid_from, v.valid_to) if t is not None]
+    if windows := daily_windows(v.zone.schedule):
+        shift = timedelta(hours=v.zone.utc_offset_hours)   # the schedule's clock
+        day = (a.time + shift).replace(hour=0, minute=0, second=0, microsecond=0) - shift
+        while day <= b.time:
+            instants += [day + timedelta(minutes=m) - timedelta(microseconds=last)
+                         for start, end in windows for m, last in ((start, 0), (end + 1, 1))]
+            day += timedelta(days=1)
+    out += [(t - a.time).total_seconds() / span for t in instants]
+    return [f for f in out if 0 < f < 1]
 
 
 def _turn(shape: BaseGeometry, geom: BaseGeometry) -> float | None:
@@ -174,19 +197,21 @@ def _why_not(v: Volume, p: Waypoint) -> str:
 
 
 def _position(k: int, lat, lon) -> None:
-    """UsageError unless point k of a route is a (lat, lon) pair of degrees on the Earth."""
-    try:
-        ok = -90 <= float(lat) <= 90 and -180 <= float(lon) <= 180
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+    """UsageError unless point k of a route is a (lat, lon) pair of degrees on the Earth: numbers
+    (a string "0.0" had passed, then failed the distances as a bare TypeError)."""
+    if not (_number(lat) and _number(lon) and -90 <= lat <= 90 and -180 <= lon <= 180):
         raise UsageError(f"route point {k} is ({lat!r}, {lon!r}): give (latitude, longitude) in degrees, "
                          f"latitude -90..90 and longitude -180..180, in that order")
 
 
+def _number(x) -> bool:
+    """A real number (not a bool, not a string of one)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 def _checked(height_m, start: datetime, end: datetime) -> None:
     """UsageError unless a height (metres above ground) and a window are ones a flight can have."""
-    if not (isinstance(height_m, (int, float)) and math.isfinite(height_m)):
+    if not (_number(height_m) and math.isfinite(height_m)):
         raise UsageError(f"height {height_m!r}: give the flight's height above ground in metres, a finite number")
     if not all(isinstance(t, datetime) and t.tzinfo is not None for t in (start, end)):
         raise UsageError(f"the window ({start!r}, {end!r}): give timezone-aware datetimes, e.g. "
@@ -214,7 +239,12 @@ def check_route(route: list[Waypoint], vols: list[Volume]) -> list[Crossing]:
         for v in vols:
             if (turn := _turn(v.footprint, path)) is None:
                 continue
-            points, shape = samples(a, b, _edges(path, v.footprint, turn)), prep(v.footprint)
+            # every place the leg may enter the volume (its footprint, its limits, its hours) is a
+            # bound, or the middle between two: a zone narrower than the samples' spacing, or in
+            # force for part of a hover, is met there
+            cuts = sorted({0.0, 1.0, *_edges(path, v.footprint, turn), *_bounds(v, a, b)})
+            points = samples(a, b, cuts + [(f + g) / 2 for f, g in zip(cuts, cuts[1:])])
+            shape = prep(v.footprint)
             over = [p for p in points if shape.covers(Point(p.lon + turn, p.lat))]
             if not over:
                 continue
