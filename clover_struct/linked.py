@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Callable
 
 import torch
@@ -31,6 +32,7 @@ from .api import check_model, default_model, encode_prompt, internal_failure, mo
 from .decoder import Trace, score_choices
 from .errors import CloverError, ExtractionError, SchemaError, UsageError
 from .layout import ObjectNode, model_validated
+from .validation import SchemaRejects
 
 MAX_LINKED = 8
 MAX_ASSIGNMENTS = 1 << 16
@@ -158,14 +160,25 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
 
     keys = _rule_keys(canvas.model, top) if canvas.model else {}
 
-    def satisfies(assignment):
+    def answer(assignment):
+        """The assignment as returned: the model's instance, or the JSON Schema's record once it
+        passes the schema's checks (if/then, not, ...); ValidationError or SchemaRejects if not."""
         data = record(assignment)
+        if canvas.model:
+            return model_validated(canvas.model, data, text)
+        if canvas.check is not None:
+            canvas.check(data)
+        return data
+
+    def satisfies(assignment):
         try:
-            instance = model_validated(canvas.model, data, text) if canvas.model else data
-        except ValidationError:   # the model's own validators reject this combination
+            instance = answer(assignment)
+        except (ValidationError, SchemaRejects):   # the schema's own checks reject this combination
             return False
-        if canvas.model:   # the answer as returned (a validator may have changed a value), by the rules' keys
-            data = {keys.get(k, k): v for k, v in instance.model_dump(mode="json").items()}
+        data = instance
+        if canvas.model:   # the values as validated (a validator may have changed one), by the rules' keys,
+            data = {keys.get(name, name): _plain(getattr(instance, name)) for name in canvas.model.model_fields}
+            # not as serialized: a field excluded, a serializer or serialize_by_alias would hide them
         for r in rules:
             try:
                 if not r.holds(instance if r.on_instance else data):
@@ -186,10 +199,11 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
     else:
         best = [max(o, key=lambda vs: vs[1]) for o in options]
     try:
-        value = model_validated(canvas.model, record(best), text) if canvas.model else record(best)
-    except ValidationError as e:
-        raise ExtractionError("", f"the answers break the schema's own checks ({e.errors()[0]['msg']}); "
-                                  "decide jointly (joint=True) to keep to them") from e
+        value = answer(best)
+    except (ValidationError, SchemaRejects) as e:
+        why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else e.reason
+        raise ExtractionError("", f"the answers break the schema's own checks ({why}); decide jointly "
+                                  "(joint=True) to keep to them") from e
     if not trace:
         return value
     t = Trace(forward_passes=passes, steps=1, tokens_committed=sum(s.budget for s in slots), tokens_per_step=[])
@@ -205,6 +219,11 @@ def _rule_keys(model, keys) -> dict[str, str]:
         choices = getattr(f.validation_alias, "choices", [f.validation_alias])
         return [c for c in (*choices, f.alias) if isinstance(c, str)]
     return {name: next((k for k in read_as(f) if k in keys), name) for name, f in model.model_fields.items()}
+
+
+def _plain(value):
+    """A field's value as a rule names it: an Enum member by its value."""
+    return value.value if isinstance(value, Enum) else value
 
 
 def _not_a_rule(r):

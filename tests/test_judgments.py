@@ -3,7 +3,7 @@
 from typing import ClassVar, Literal
 
 import pytest
-from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from clover_struct import ExtractionError, SchemaError, UsageError
 from clover_struct.linked import decide, exactly_one, excludes, implies, predicate
@@ -149,6 +149,52 @@ def test_rules_on_aliased_fields_hold(toy_tokenizer, seed):
     with pytest.raises(ExtractionError, match="no answer satisfies every rule"):
         decide("x", Aliased, model=model, rules=[implies("isUrgent", "escalate"), excludes("isUrgent", "escalate")],
                known={"isUrgent": True})
+
+
+class Hidden(BaseModel):
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    urgent: bool = Field(exclude=True)
+    lane: Literal["left", "right"] = Field(alias="Lane")
+
+    @field_serializer("lane")
+    def _upper(self, v):
+        return v.upper()
+
+
+def test_rules_read_the_values_as_validated_not_as_serialized(toy_tokenizer):
+    """An excluded field, a serializer and serialize_by_alias change the dump, not the answer: the
+    rules had read the dump, so a known answer that keeps them was refused."""
+    model = tiny_model(toy_tokenizer)
+    rules = [implies("urgent", "Lane=right")]
+    assert decide("x", Hidden, model=model, rules=rules, known={"urgent": True, "Lane": "right"}) == \
+        Hidden(urgent=True, Lane="right")
+    assert decide("x", Hidden, model=model, rules=rules, known={"urgent": True}).lane == "right"
+
+
+BOTH = {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}}, "required": ["a", "b"]}
+
+
+@pytest.mark.parametrize("joint", [True, False])
+def test_a_json_schemas_own_checks_hold_of_the_answer(toy_tokenizer, joint):
+    """if/then and not are checked as extract checks them (decide had returned {a: true, b: false}
+    for a schema whose `then` requires b)."""
+    import jsonschema
+
+    model = tiny_model(toy_tokenizer)
+    then = {**BOTH, "if": {"properties": {"a": {"const": True}}}, "then": {"properties": {"b": {"const": True}}}}
+    never = {**BOTH, "not": {"properties": {"a": {"const": True}, "b": {"const": True}}}}
+    for schema in (then, never):
+        for known in ({"a": True}, {"b": True}):
+            try:
+                answer = decide("x", schema, model=model, known=known, joint=joint)
+            except ExtractionError as e:
+                assert not joint and "break the schema's own checks" in str(e)
+                continue
+            jsonschema.validate(answer, schema)
+            assert all(answer[k] == v for k, v in known.items())
+    with pytest.raises(ExtractionError, match="no answer satisfies every rule"):
+        decide("x", never, model=model, known={"a": True, "b": True})
 
 
 def test_decide_reads_the_start_of_a_long_text_when_told(toy_tokenizer):
