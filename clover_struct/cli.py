@@ -399,6 +399,8 @@ def serve(args) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
     if args.max_wait_ms < 0:
         raise CliError("--max-wait-ms must be 0 or more")
+    if not 0 <= args.port <= 65535:
+        raise CliError(f"--port must be 0 to 65535 (0: any free port), got {args.port}")
     try:
         from .serve import run
     except ImportError as e:

@@ -379,6 +379,8 @@ def loosened(pattern: str) -> str:
 
 
 _COUNTED = re.compile(r"\{(\d+),(\d+)\}")
+_COUNT = re.compile(r"\{(\d+)(?:,(\d+))?\}")   # {n} or {m,n}
+_UNBOUNDED = re.compile(r"[*+]|,\}")   # a run of any length in a regex written so far
 _RUN = re.compile(r"\^(.+)\{(\d+),(\d+)\}\$")
 
 
@@ -485,7 +487,9 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
     and the final check (validation.py) the rest. In a pattern whose literals cut its runs apart
     (`delimited`) the counts are kept, but for a `quoted` regex only where they count printable
     ASCII: before a closing quote, a count of a wider class (`[^.\\s]`) takes time exponential
-    in its width too (6 s at 12).
+    in its width too (6 s at 12). A count past WIDE_REPEAT after a run of any length (an
+    unanchored start is one) takes time and memory exponential in it, even exact (`[ab]*a[ab]{16}`:
+    45 s; unanchored `a[ab]{16}`: past 23 GB): it is written `*`.
     """
     for construct, fix in _PYTHON_ONLY:
         if construct.search(pattern):
@@ -506,9 +510,14 @@ def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:
         elif c == "\\":   # (\< and \> are the characters to JSON Schema, word edges to the automaton's regexes)
             out.append({"n": r"\\n", "r": r"\\r", "t": r"\\t", '"': r'\\"', "\\": r"\\\\", "<": "<",
                         ">": ">"}.get(e, p[i:j]))
-        elif c == "{" and (m := _COUNTED.match(p, i)) and int(m[2]) - int(m[1]) > (
-                _sre.MAXREPEAT if counted else WIDE_REPEAT if _plain_atom(last) else WIDE_CLASS_REPEAT):
-            out.append(f"{{{m[1]},}}")
+        elif c == "{" and (m := _COUNT.match(p, i)):
+            lo, hi = int(m[1]), int(m[2] or m[1])
+            if not counted and hi > WIDE_REPEAT and (not head or _UNBOUNDED.search("".join(out))):
+                out.append("*")   # after a run of any length, even {lo,} takes states exponential in lo
+            elif hi - lo > (_sre.MAXREPEAT if counted else WIDE_REPEAT if _plain_atom(last) else WIDE_CLASS_REPEAT):
+                out.append(f"{{{lo},}}")
+            else:
+                out.append(m[0])
             j = m.end()
         elif c == "[":
             j = _class_end(p, i)

@@ -406,9 +406,14 @@ class Logprobs:
 def pick(logprobs: torch.Tensor, temperature: float, generator) -> int:
     if temperature <= 0:
         return int(logprobs.argmax())
-    # Gumbel-max in float64: low-precision Gumbel noise skews sampling (arXiv:2409.02908)
+    # Gumbel-max in float64: low-precision Gumbel noise skews sampling (arXiv:2409.02908). Below a
+    # temperature of 1 as argmax(lp + T g), which lp / T overflows at a tiny T (1e-310 drew
+    # uniformly); above it as argmax(lp / T + g), which T g overflows at a huge one
     u = torch.rand(logprobs.shape, dtype=torch.float64, generator=generator)
-    return int((logprobs.double() / temperature - torch.log(-torch.log(u))).argmax())
+    lp, gumbel = logprobs.double(), -torch.log(-torch.log(u))
+    if temperature < 1:
+        return int((lp + temperature * gumbel).argmax())
+    return int((torch.where(lp > -math.inf, lp / temperature, lp) + gumbel).argmax())
 
 
 def choice_scores(row: Row, i, lp):

@@ -5,8 +5,8 @@ reads the request: the text is the user messages' content) answers with the reco
 `message.content`, or with an OpenAI error object.
 
 Requests are gathered, up to `max_batch`, waiting at most `max_wait_ms` after the first, and
-decoded on one worker thread: one joint decode per schema of a batch (decoder.decode lays all
-canvases of a decode on one layout). The event loop only parses, queues and answers. Canvases
+decoded on one worker thread: one joint decode per schema, temperature, seed and width of the
+texts' letters of a batch (decoder.decode lays all canvases of a decode on one layout). The event loop only parses, queues and answers. Canvases
 and automata are kept per schema. With `stream: true` every SSE chunk's content is a whole JSON
 object, the fields settled so far (a diffusion model settles fields in any order, so chunks are
 snapshots, not pieces to concatenate); the last one is the validated record.
@@ -258,7 +258,7 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
                max_body: int = 1 << 20, max_pending: int = 256) -> Starlette:
     """The server's ASGI app over `model` (default: the embedded clover-mini)."""
     model = model or api.load_model()
-    served = Path(model.source).name if getattr(model, "source", None) else "clover"
+    served = Path(model.source).resolve().name if getattr(model, "source", None) else "clover"   # (`.` too)
     engine, pending = Engine(model, max_batch, max_wait_ms), [0]
 
     def release() -> None:
@@ -361,10 +361,19 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
 
 
 def run(model, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
-    """Serve until SIGINT or SIGTERM; requests in flight are answered before it stops."""
+    """Serve until SIGINT or SIGTERM; requests in flight are answered before it stops. UsageError
+    where `host` and `port` cannot be listened on (in use, no such address)."""
     import uvicorn
 
-    uvicorn.run(create_app(model, **options), host=host, port=port, log_level="info")
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.create_server((host, port), family=family)
+    except (OSError, OverflowError) as e:
+        raise UsageError(f"cannot listen on {host}:{port} ({getattr(e, 'strerror', None) or e}); give another "
+                         "--port, or a --host of this machine") from None
+    with sock:
+        uvicorn.Server(uvicorn.Config(create_app(model, **options), host=host, port=port,
+                                      log_level="info")).run(sockets=[sock])
 
 
 @contextlib.contextmanager

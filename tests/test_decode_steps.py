@@ -226,3 +226,18 @@ def test_an_item_whose_first_field_is_free_text_is_still_absent_where_the_model_
     model = MockModel(tok, dict(enumerate(canvas.fill({"names": [{"what": "blue", "why": None}]}))), 3)
     (d,) = decode(model, [[5, 6, 7]], [canvas], [for_text(compile_canvas(canvas, tok), text, tok)])
     assert canvas.validate(d.ids) == Names(names=[Said(what="blue")])
+
+
+@pytest.mark.parametrize("temperature, shares", [
+    (0.0, (1, 0, 0)), (5e-324, (1, 0, 0)), (1e-300, (1, 0, 0)),   # (1e-310 had overflowed lp / T: uniform)
+    (1.0, (0.6285, 0.2312, 0.1402)), (1e308, (1 / 3,) * 3), (math.inf, (1 / 3,) * 3)])
+def test_a_pick_samples_the_tempered_distribution_at_any_temperature(temperature, shares):
+    from clover_struct.rows import pick
+
+    lp = torch.log_softmax(torch.tensor([2.0, 1.0, 0.5, -1.0]), 0)
+    lp[3] = -math.inf   # a token the grammar bars: never picked
+    g = torch.Generator().manual_seed(0)
+    picks = [pick(lp, temperature, g) for _ in range(4000)]
+    drawn = [picks.count(k) / len(picks) for k in range(4)]
+    print(f"T={temperature}: drawn {[round(d, 3) for d in drawn]}, expected {shares}")
+    assert drawn[3] == 0 and all(abs(d - s) < 0.03 for d, s in zip(drawn, shares))

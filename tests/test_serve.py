@@ -338,12 +338,30 @@ def test_a_stream_of_an_array_or_of_keys_that_look_like_paths_ends_in_the_record
 
 
 @pytest.mark.parametrize("argv,message", [(["--max-batch", "0"], "--max-batch must be at least 1"),
-                                          (["--max-wait-ms", "-1"], "--max-wait-ms must be 0 or more")])
+                                          (["--max-wait-ms", "-1"], "--max-wait-ms must be 0 or more"),
+                                          (["--port", "70000"], "--port must be 0 to 65535"),
+                                          (["--host", "nowhere.invalid"], "cannot listen on nowhere.invalid:8000")])
 def test_serve_options_out_of_range_are_one_line(argv, message, capsys):
+    """(A port past 65535 had been 'a bug in clover-struct' after two tracebacks.)"""
     from clover_struct import cli
 
     assert cli.main(["serve", *argv]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_port_in_use_is_one_line_and_the_model_is_named_by_its_folder(model, tmp_path, monkeypatch, capsys):
+    import socket
+
+    from clover_struct import cli
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        assert cli.main(["serve", "--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+    monkeypatch.chdir(model.source)   # `--model .` had served a model named ''
+    with in_thread(create_app(load_model("."))) as base:
+        assert httpx.get(base + "/v1/models").json()["data"][0]["id"] == Path(model.source).name
 
 
 def test_past_max_pending_the_answer_is_503_busy(model):
