@@ -274,6 +274,8 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
     keep = room - frame
     while True:     # the prompt around the kept text may take more tokens than the text alone
         kept = tok.decode(tok.encode(text)[:keep])
+        while kept.endswith("\ufffd") and not text.startswith(kept):   # a character cut between its byte tokens
+            kept = kept[:-1]
         ids = prompt_ids(tok, kept, canvas)
         if len(ids) <= room or keep == 0:
             return ids[:room], kept

@@ -17,6 +17,7 @@ Knows nothing of models, schemas or extraction.
 
 from __future__ import annotations
 
+import codecs
 import glob
 import itertools
 import json
@@ -107,6 +108,7 @@ def records(paths, text_field: str, truncate: bool = False):
                         continue
                     f.seek(0)
                     for n, raw in _lines(f):
+                        raw = raw.removeprefix(codecs.BOM_UTF8) if n == 1 and raw else raw   # Notepad's mark
                         if raw is None:
                             yield f"{path}:{n}", None, f"the line is over {_size(MAX_TEXT_BYTES)}; split it"
                         elif raw.strip():
@@ -171,6 +173,11 @@ def _file_text(data: bytes) -> tuple[str | None, str | None]:
         return (None, "binary file (NUL characters after a UTF-16 byte order mark); only text files can be "
                       "read") if "\0" in text else (text, None)
     if b"\0" in data:
+        even, odd = data[0::2].count(0), data[1::2].count(0)
+        if min(even, odd) == 0 and max(even, odd) * 8 >= len(data):   # a quarter of one parity's bytes and
+            # none of the other's: the high bytes of UTF-16's ASCII characters
+            return None, (f"UTF-16 text without a byte order mark; convert it to UTF-8 (iconv -f UTF-16"
+                          f"{'LE' if odd else 'BE'} -t UTF-8)")
         return None, "binary file (NUL bytes); only text files can be read"
     try:
         return data.decode("utf-8-sig"), None
@@ -192,6 +199,8 @@ def _line_text(raw: bytes, field: str):
         return None, f"invalid JSON line ({e})"
     except RecursionError:
         return None, "invalid JSON line (nested too deeply)"
+    except ValueError:   # (json's own errors are ValueErrors too, caught above)
+        return None, "the line holds a number of more digits than Python reads (4300); write it as a string"
     if not isinstance(obj, dict):
         return None, "the line is not a JSON object"
     if field not in obj:
@@ -242,7 +251,10 @@ class Sink:
     def write(self, obj: dict) -> None:
         line = json_line(obj)
         if self.path is None:
-            return self.stream.write(line)
+            try:
+                return self.stream.write(line)
+            except UnicodeEncodeError:   # a stream in another encoding (Windows' cp1252 when redirected)
+                return self.stream.write(json.dumps(obj) + "\n")   # the same JSON, in \u escapes
         if self.fd is None:
             created = not self.path.exists()
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -302,6 +302,17 @@ def test_a_truncated_text_binds_verbatim_fields_to_the_part_the_model_sees(toy_t
     assert len(api.prompt_ids(toy_tokenizer, seen[0], canvas)) <= 256 - len(canvas.ids)
 
 
+def test_a_truncated_text_ends_on_a_whole_character(toy_byte_tokenizer):
+    """A cut between the byte tokens of one character had kept a U+FFFD the text does not hold,
+    which validators and verbatim fields then read as the text."""
+    model = tiny_model(toy_byte_tokenizer, block_size=64, max_position_embeddings=256)
+    canvas = api.lay_out(Zone, model)
+    for lead in ("", "a", "ab", "abc"):
+        text = lead + "запрещено 😀 " * 60
+        ids, kept = api.fit_prompt(model, text, canvas, truncate=True)
+        assert text.startswith(kept) and 0 < len(kept) < len(text) and len(ids) <= 256 - len(canvas.ids), kept[-8:]
+
+
 class Strict(BaseModel):
     name: str = Field(max_length=6)
 

@@ -85,6 +85,8 @@ def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, 
                                     + b'{"text": "lone \\ud800 surrogate"}\n{"text": "zone two"}')
     (d / "wide.jsonl").write_bytes('{"text": "zone wide"}\n'.encode("utf-16"))
     (d / "upper.NDJSON").write_text('{"text": "zone upper"}\n')
+    (d / "marked.jsonl").write_bytes(b'\xef\xbb\xbf{"text": "zone marked"}\n')   # Notepad's UTF-8 mark
+    (d / "bare16.txt").write_bytes("zone délta".encode("utf-16-le"))   # UTF-16 without its mark
     os.mkfifo(d / "pipe.txt")
     name = os.fsdecode(b"caf\xe9.txt")   # a file name that is not UTF-8
     (d / name).write_text("zone cafe")
@@ -92,15 +94,16 @@ def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, 
     assert run("extract", d, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 1
     got = {r["source"].removeprefix(str(d) + "/") for r in lines(out)}
     errors = {e["source"].removeprefix(str(d) + "/"): e["error"] for e in lines(tmp_path / "out.errors.jsonl")}
-    assert got == {"utf16.txt", "bom.txt", "lines.jsonl:1", "lines.jsonl:4", "upper.NDJSON:1", name}
+    assert got == {"utf16.txt", "bom.txt", "lines.jsonl:1", "lines.jsonl:4", "upper.NDJSON:1", "marked.jsonl:1", name}
     assert set(errors) == {"huge.txt", "latin1.txt", "nul.md", "deep.jsonl:1", "lines.jsonl:2", "lines.jsonl:3",
-                           "pipe.txt", "wide.jsonl"}
+                           "pipe.txt", "wide.jsonl", "bare16.txt"}
     for source, words in {"huge.txt": "not read", "latin1.txt": "not UTF-8", "nul.md": "NUL", "pipe.txt": "regular file",
                           "deep.jsonl:1": "invalid JSON", "lines.jsonl:2": "split it",
-                          "lines.jsonl:3": "lone surrogate", "wide.jsonl": "convert the file to UTF-8"}.items():
+                          "lines.jsonl:3": "lone surrogate", "wide.jsonl": "convert the file to UTF-8",
+                          "bare16.txt": "iconv -f UTF-16LE"}.items():
         assert words in errors[source], (source, errors[source])
     assert run("extract", d, "--schema", schema_file, "--model", model_dir, "-o", out, "--resume") == 1
-    assert len(lines(out)) == 6 and len(lines(tmp_path / "out.errors.jsonl")) == 8   # the odd name read back too
+    assert len(lines(out)) == 7 and len(lines(tmp_path / "out.errors.jsonl")) == 9   # the odd name read back too
 
 
 def test_folders_links_and_encodings_each_give_a_record_or_a_row_that_says_why(tmp_path, model_dir, schema_file,
@@ -118,7 +121,7 @@ def test_folders_links_and_encodings_each_give_a_record_or_a_row_that_says_why(t
     (d / "link2").symlink_to(linked)   # two links to one folder: its files read once
     (d / "loop").symlink_to(d)   # a link back: each folder walked once
     (d / "lines.jsonl").write_bytes('{"text": "café"}\n'.encode("latin-1") + b'{"text": "\xed\xa0\x80"}\n'
-                                    + b'{"text": "half \\ud83d"}\n')
+                                    + b'{"text": "half \\ud83d"}\n' + b'{"text": "zone", "id": 1' + b"0" * 5000 + b'}\n')
     (empty / "notes.json").write_text("{}")
     scandir = os.scandir
 
@@ -131,9 +134,10 @@ def test_folders_links_and_encodings_each_give_a_record_or_a_row_that_says_why(t
     assert run("extract", d, empty, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 1
     assert sorted(r["source"].removeprefix(f"{d}/") for r in lines(out)) == ["link/a.txt", "real/b.txt"]
     errors = {e["source"].removeprefix(f"{d}/"): e["error"] for e in lines(tmp_path / "out.errors.jsonl")}
-    assert set(errors) == {"locked", "lines.jsonl:1", "lines.jsonl:2", "lines.jsonl:3", str(empty)}
+    assert set(errors) == {"locked", "lines.jsonl:1", "lines.jsonl:2", "lines.jsonl:3", "lines.jsonl:4", str(empty)}
     for source, words in {"locked": "Permission denied", "lines.jsonl:1": "not UTF-8 text",
                           "lines.jsonl:2": "not UTF-8 text", "lines.jsonl:3": "lone surrogate",
+                          "lines.jsonl:4": "more digits than Python reads",   # (had stopped the run)
                           str(empty): "holds no file to read"}.items():
         assert words in errors[source], (source, errors[source])
 
@@ -154,6 +158,16 @@ def test_truncate_reads_the_start_of_a_file_past_the_size_read(tmp_path, model_d
     assert why is None and text == "xy" + "😀" * 498
     (tmp_path / "nul.txt").write_bytes(b"\xff\xfe" + b"\0" * 64)   # NULs behind a byte order mark: no text
     assert "binary" in next(batch_io.records([tmp_path / "nul.txt"], "text"))[2]
+
+
+def test_records_reach_a_stdout_that_cannot_write_them_as_escapes():
+    """Windows writes a redirected stdout in cp1252: a Chinese record had stopped the run."""
+    import io
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="cp1252")
+    batch_io.Sink(None, stream).write({"source": "a.txt", "record": {"reason": "禁飞区"}})
+    stream.flush()
+    assert json.loads(stream.buffer.getvalue()) == {"source": "a.txt", "record": {"reason": "禁飞区"}}
 
 
 def test_dash_is_stdout_for_records_and_no_input(tmp_path, model_dir, schema_file, capsys, monkeypatch):
