@@ -79,6 +79,7 @@ class _Tables:
         self.reach = [int(self.starts[f, toks].max(initial=0)) for f, toks in zip(self.flag, self.toks)] \
             if length else [0] * n   # most characters one token out of q writes
         self.lo, self.hi = length or (0, None)
+        self.counted = length is not None   # (max_length 0 counts in one column too: a character is too long)
         self.width = 1 if length is None else (self.hi if self.hi is not None else self.lo) + 1
         self.initial = q0 * self.width
         self.final = base_final[:, None] & (np.arange(self.width) >= self.lo)
@@ -108,7 +109,7 @@ class _Tables:
 
     def step(self, q: int, c: int, toks: np.ndarray):
         """Targets (q', c') of `toks` out of (q, c); c' == width means too long."""
-        if self.width == 1:
+        if not self.counted:
             return self.table[q, toks], np.zeros(np.shape(toks), np.int64)
         c2 = c + self.starts[self.flag[q], toks]
         return self.table[q, toks], np.minimum(c2, self.width - (self.hi is None))
@@ -119,7 +120,7 @@ class _Tables:
         dist = np.hstack([np.where(self.final, 0, _FAR), np.full((len(self.final), 1), _FAR)])
         moves = []         # per q: the distinct (q', characters) its tokens lead to
         for q, toks in enumerate(self.toks):
-            k = self.starts[self.flag[q], toks] if w > 1 else np.zeros(len(toks), np.int64)
+            k = self.starts[self.flag[q], toks] if self.counted else np.zeros(len(toks), np.int64)
             t, k = np.unique(np.stack([self.table[q, toks], k]), axis=1)
             moves.append((t[:, None], k[:, None] + np.arange(w)))
         # sweep the states in the order a search back from the final ones meets them: a chain's
@@ -270,7 +271,7 @@ class SlotAutomaton:
         if token == self.pad_id and state == self.initial:
             return t.done * t.width
         q2 = int(t.table[q, token])     # _Tables.step for one token, without arrays
-        if q2 < 0 or t.width == 1:
+        if q2 < 0 or not t.counted:
             return DEAD if q2 < 0 else q2
         c2 = min(c + int(t.starts[t.flag[q], token]), t.width - (t.hi is None))
         return DEAD if c2 >= t.width else q2 * t.width + c2

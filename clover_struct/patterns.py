@@ -110,7 +110,8 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
             pattern = loosened(pattern)
         content = content_pattern(pattern, path, quoted) if pattern is not None else CHAR + "*"
         free = letter_tokens if pattern is None else 1
-        size, length = hi * free if hi else max(default_tokens, lo * free), (lo, hi) if lo or hi is not None else None
+        size = max(hi * free, 1) if hi is not None else max(default_tokens, lo * free)   # (a pad at least)
+        length = (lo, hi) if lo or hi is not None else None
         if pattern is not None and (width := plain_width(pattern)) is not None:
             size = max(min(size, width), 1)  # no value of the pattern is longer
             if any(int(m[2]) - int(m[1]) > WIDE_REPEAT for m in _COUNTED.finditer(pattern)):

@@ -170,6 +170,20 @@ def test_a_wide_canvas_past_the_context_falls_back_to_one_token_a_letter(toy_byt
     assert extract(text, Long, model=mock) == Long(city="北京市")
 
 
+def test_a_max_length_of_zero_is_an_empty_string_by_grammar(toy_tokenizer):
+    """max_length 0 had been read as no bound: a free string of 24 tokens, checked afterwards."""
+    class Empty(BaseModel):
+        b: str = Field(max_length=0)
+        d: str = Field(pattern="^x*$", max_length=0)
+
+    c = build_canvas(Empty, toy_tokenizer)
+    autos, enc = compile_canvas(c), toy_tokenizer.encode
+    assert [s.budget for s in c.slots] == [1, 1]
+    for name in ("b", "d"):
+        slot = slot_named(c, autos, name)
+        assert slot.accepts([toy_tokenizer.pad_id]) and not slot.accepts(enc("x"))
+
+
 def test_user_patterns_apply_to_the_unescaped_content(toy_tokenizer):
     c = build_canvas(Record, toy_tokenizer)
     autos = compile_canvas(c)
