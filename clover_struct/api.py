@@ -358,6 +358,8 @@ def _as_json(value):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, (str, int, float, bool, type(None), list, dict)):
         return value
+    if hasattr(value, "get_secret_value"):   # a SecretStr: its secret (its JSON is the mask, ******)
+        return _as_json(value.get_secret_value())
     from pydantic_core import to_jsonable_python
     return to_jsonable_python(value)
 

@@ -9,12 +9,21 @@ the record.
 
 from __future__ import annotations
 
+from pydantic import RootModel
 from pydantic.json_schema import GenerateJsonSchema
 
+from .errors import SchemaError
 from .patterns import literal
 
 
 class _Rules(GenerateJsonSchema):
+    @property
+    def mode(self):
+        """Always the validation schema, what a record is read by: a model's
+        json_schema_mode_override="serialization" had laid out its output (computed fields,
+        serialization aliases), which no record validates as."""
+        return self._mode
+
     def datetime_schema(self, schema):
         out, tz = super().datetime_schema(schema), schema.get("tz_constraint")
         return out if tz is None else {**out, "format": f"date-time-{'naive' if tz == 'naive' else 'aware'}"}
@@ -37,4 +46,42 @@ class _Rules(GenerateJsonSchema):
 
 
 def model_schema(model) -> dict:
-    return model.model_json_schema(schema_generator=_Rules)
+    """The model's validation JSON Schema; SchemaError where a field's type has none (a Callable)."""
+    from pydantic.errors import PydanticInvalidForJsonSchema
+
+    try:
+        schema = model.model_json_schema(schema_generator=_Rules)
+    except PydanticInvalidForJsonSchema as e:
+        raise SchemaError(_without_schema(model), f"its type has no JSON Schema, so no value of it can be written "
+                                                  f"({e.message}); give it a type that has one, or leave it out "
+                                                  "of the model") from None
+    laid_out = schema.get("properties", {})
+    for name, field in model.model_fields.items() if not issubclass(model, RootModel) else ():
+        if field.is_required() and not any(key in laid_out for key in _read_as(model, name, field)):
+            raise SchemaError(name, "pydantic reads this required field from a key its JSON Schema does not give "
+                                    "(an AliasPath, or SkipJsonSchema), so no record could fill it; give it a "
+                                    "string alias, or a default")
+    return schema
+
+
+def _read_as(model, name, field) -> list[str]:
+    """The top-level keys pydantic reads a field from."""
+    alias = field.validation_alias if field.validation_alias is not None else field.alias
+    keys = [alias] if isinstance(alias, str) else [c for c in getattr(alias, "choices", ()) if isinstance(c, str)]
+    by_name = model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
+    return keys + [name] * (alias is None or bool(by_name))
+
+
+def _without_schema(model) -> str:
+    """The first field of `model` whose type has no JSON Schema ("" where it is deeper)."""
+    from pydantic import TypeAdapter
+    from pydantic.errors import PydanticInvalidForJsonSchema
+
+    for name, field in model.model_fields.items():
+        try:
+            TypeAdapter(field.annotation).json_schema()
+        except PydanticInvalidForJsonSchema:
+            return name
+        except Exception:   # (a type TypeAdapter cannot take alone: not this one)
+            continue
+    return ""

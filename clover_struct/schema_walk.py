@@ -703,8 +703,10 @@ def _lay_out(raw, model, tokenizer, base: Options, mask_id, pad_id, room, vocab_
     """The canvas of the largest Options in SHRINK (with `base`'s string budgets) that fits `room`,
     each slot with the tokens its shortest value needs at least (a second build raises the
     estimates that fall short)."""
-    from .validation import checker
+    from .validation import checker, valid_schema
 
+    if model is not None:
+        valid_schema(raw)   # a model's schema keeps to its draft too (Field(multiple_of=0) had panicked pydantic)
     check = None if model is not None else checker(raw)
     if raw is False:
         raise SchemaError("", "the schema is `false`: no value is valid; give a schema a value can satisfy")

@@ -37,6 +37,19 @@ def path_of(parts) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
+def valid_schema(schema):
+    """The jsonschema validator class of `schema`'s draft; SchemaError where the schema breaks
+    its draft's metaschema (a multipleOf of 0, a negative maxLength)."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
+    return cls
+
+
 def checker(schema) -> Callable[[Any], None]:
     """A function that raises ExtractionError for data `schema` rejects (the most relevant error).
     A format the schema's draft does not define is checked as 2020-12 defines it: a draft-04
@@ -45,11 +58,7 @@ def checker(schema) -> Callable[[Any], None]:
     from jsonschema.exceptions import best_match
 
     latest = jsonschema.Draft202012Validator
-    cls = jsonschema.validators.validator_for(schema, default=latest)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as e:
-        raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
+    cls = valid_schema(schema)
     formats = jsonschema.FormatChecker(formats=())
     formats.checkers = {**latest.FORMAT_CHECKER.checkers, **cls.FORMAT_CHECKER.checkers}
     validator = cls(schema, format_checker=formats)

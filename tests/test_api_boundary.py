@@ -176,6 +176,18 @@ def test_a_strict_model_takes_its_json_and_known_values_of_its_python_types(embe
             extract("Paid 12.50.", Aliased, model=embedded, known={"amount": odd})
 
 
+class Login(BaseModel):
+    user: str = Field(max_length=12)
+    password: __import__("pydantic").SecretStr = Field(max_length=12)
+
+
+def test_a_known_secret_is_written_as_its_secret_not_its_mask(embedded):
+    from pydantic import SecretStr
+
+    got = extract("Log in as dana.", Login, model=embedded, known={"password": SecretStr("hunter2")})
+    assert got.password.get_secret_value() == "hunter2"   # (it had been **********)
+
+
 def test_decide_takes_known_paths_and_enum_values(model):
     answer = decide("smoke in the cabin", Triage, model=model, known={"urgent": True, "lane": "left"},
                     rules=[implies("urgent", "escalate")])

@@ -605,3 +605,45 @@ def test_a_whole_value_cut_too_deep_to_hold_its_required_keys_leaves_them_out():
     pattern = ValueRegex(Document(s)).slot(s, "")
     assert re.fullmatch(pattern, '[{"n": 1, "xs": []}]')
     assert not re.fullmatch(pattern, '[{"e": {}, "n": 1, "xs": []}]') and not re.fullmatch(pattern, '[{"n": 1, "xs": [{}]}]')
+
+
+def test_a_model_is_laid_out_by_the_schema_pydantic_validates_with_or_refused_by_field(toy_tokenizer):
+    """A model whose JSON Schema cannot hold a record's reading is refused at layout, naming the
+    field: a type with no JSON Schema (had been 'a bug in clover-struct'), a required field read
+    from a key the schema lacks (every record had failed at <root>), a multiple_of of 0 (had
+    panicked pydantic-core past every except). json_schema_mode_override="serialization" is
+    ignored: the output schema (computed fields, serialization aliases) is no record's."""
+    from typing import Callable
+
+    from pydantic import AliasPath, ConfigDict, computed_field
+    from pydantic.json_schema import SkipJsonSchema
+
+    class Hooked(BaseModel):
+        name: str
+        hook: Callable[[int], int]
+
+    class ByPath(BaseModel):
+        z: int = Field(validation_alias=AliasPath("outer", 0, "k"))
+
+    class Skipped(BaseModel):
+        a: int
+        b: SkipJsonSchema[int]
+
+    class Zero(BaseModel):
+        a: int = Field(multiple_of=0)
+
+    for model, path, words in ((Hooked, "hook", "no JSON Schema"), (ByPath, "z", "AliasPath"),
+                               (Skipped, "b", "SkipJsonSchema"), (Zero, "properties.a.multipleOf", "not a valid")):
+        with pytest.raises(SchemaError, match=words) as e:
+            build_canvas(model, toy_tokenizer)
+        assert e.value.path == path
+
+    class Output(BaseModel):
+        model_config = ConfigDict(json_schema_mode_override="serialization", extra="forbid")
+        w: int = Field(serialization_alias="width")
+
+        @computed_field
+        def area(self) -> int:
+            return self.w * self.w
+
+    assert [s.path for s in build_canvas(Output, toy_tokenizer).slots] == ["w"]
