@@ -647,3 +647,15 @@ def test_a_model_is_laid_out_by_the_schema_pydantic_validates_with_or_refused_by
             return self.w * self.w
 
     assert [s.path for s in build_canvas(Output, toy_tokenizer).slots] == ["w"]
+
+
+def test_a_unions_digits_are_counted_only_among_scalars(toy_tokenizer):
+    """Beside an object's or a list's regex a counted integer took outlines-core 30 s to index
+    (type [object, integer]; 57 s with array), uncounted 0.1 s; among scalars the count stays."""
+    def slot(kinds):
+        schema = {"type": "object", "properties": {"id": {"type": kinds}}, "required": ["id"]}
+        return build_canvas(schema, toy_tokenizer).slots[0].pattern
+
+    for kinds in (["object", "integer"], ["object", "integer", "array"]):
+        assert "[1-9][0-9]*" in slot(kinds) and "[0-9]{0," not in slot(kinds)
+    assert "[0-9]{0," in slot(["integer", "string"])
