@@ -76,11 +76,12 @@ class Builder:
     """Walks a JSON Schema, emitting fixed text, slots and group markers in canvas order."""
 
     def __init__(self, doc: Document, tokenizer, options: Options, strict: bool, budgets: dict | None = None,
-                 room: int | None = None):
+                 room: int | None = None, unfillable: frozenset = frozenset()):
         self.doc, self.tok, self.options, self.strict = doc, tokenizer, options, strict
         self.room = room                # stop (_TooBig) once the slots alone outgrow it, if SHRINK can help
         self.values = ValueRegex(doc, strict)
         self.budgets = budgets or {}    # slot path -> tokens it needs (raised after a first build)
+        self.unfillable = unfillable    # slot paths no value of whose grammar a first build could fill
         self.fixed: set[str] = set()    # slot paths whose budget the schema sets (max_tokens)
         # ("text", str) | ("slot", i) | ("open", g) | ("close", g) | ("block", None): a block starts here
         self.pieces: list[tuple] = []
@@ -286,11 +287,11 @@ class Builder:
             self.text('": ')
             try:
                 value = self.value(sub, epath, base=base)
-            except _TooDeep:
+            except (_TooDeep, Unsatisfiable):
                 if k < least:
                     raise
-                self.rollback(mark)   # past the recursion depth: the map ends here, as a list does
-                break
+                self.rollback(mark)   # past the recursion depth, or no value fits: the map ends here, as a
+                break                 # list does
             out.append((g, key, self.close(g, value)))
             prev = g
         self.lists -= 1
@@ -435,7 +436,7 @@ class Builder:
             self.text(", " * (k > 0))
             try:
                 node = self.value(item, item_path, tokens, base)
-            except _TooDeep:
+            except (_TooDeep, Unsatisfiable):
                 if k < least:
                     raise
                 self.rollback(mark)   # past the recursion depth: the list ends here
@@ -505,6 +506,9 @@ class Builder:
                          choice_ids=ids, nullable="null" in texts)
 
     def slot(self, path, json_kind, budget, kind="regex", user_budget=True, **spec) -> int:
+        if path in self.unfillable:   # an optional part's parent leaves it out; a required one's, refused
+            raise Unsatisfiable(path, "no value meets this field's pattern, length and bounds together: loosen "
+                                      "one of them")
         i = len(self.slots)
         if user_budget:
             self.fixed.add(path)
@@ -740,11 +744,14 @@ def _keys_within(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab
 
 def _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size, room) -> tuple[Canvas, bool]:
     """(canvas, whether it has open parts) under `options`, built again while a slot's budget
-    is short of its shortest value (`budgets` keeps the raised ones); _TooBig past `room`."""
+    is short of its shortest value (`budgets` keeps the raised ones) or no value fills it (an
+    optional part left out, a required one refused); _TooBig past `room`."""
     from .constraints import shortest
 
-    for _ in range(3):
-        builder = Builder(doc, tokenizer, options, strict=model is None, budgets=budgets, room=room)
+    unfillable: frozenset = frozenset()
+    for _ in range(4):
+        builder = Builder(doc, tokenizer, options, strict=model is None, budgets=budgets, room=room,
+                          unfillable=unfillable)
         try:
             canvas = builder.build(model, mask_id, pad_id)
         except _TooDeep as e:
@@ -752,13 +759,16 @@ def _build(doc, model, tokenizer, options, budgets, mask_id, pad_id, vocab_size,
                                       "recursive field optional, nullable or a list without minItems") from None
         needs = {s.path: shortest(s, tokenizer, vocab_size, pad_id, mask_id)
                  for s in canvas.slots if s.kind == "regex" and s.path not in builder.fixed}
-        if unfillable := [path for path, need in needs.items() if need is None]:
-            raise SchemaError(unfillable[0], "no value meets this field's pattern, length and bounds together: "
-                                             "loosen one of them")
+        if empty := {path for path, need in needs.items() if need is None}:
+            unfillable |= empty   # built again without them, or refused where they are required
+            continue
         short = {s.path: needs[s.path] for s in canvas.slots if needs.get(s.path, 0) > s.budget}
         if not short:
             break
         budgets.update(short)
+    if empty:
+        raise SchemaError(min(empty), "no value meets this field's pattern, length and bounds together: loosen one "
+                                      "of them")
     return canvas, builder.open_parts
 
 

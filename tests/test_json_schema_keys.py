@@ -384,7 +384,8 @@ def test_a_key_pattern_longer_than_a_keys_budget_gets_the_tokens_its_shortest_ke
 def test_an_optional_key_whose_objects_require_a_key_they_forbid_is_left_out(toy_tokenizer):
     """A map whose entries require a key no property describes, beside additionalProperties
     false (as apibuilder's interfaces): no entry is valid, so the optional key holding the map is
-    left out; where it is required, the schema is refused, naming the key to describe."""
+    left out; where it is required it is empty, and where it needs an entry, the schema is
+    refused, naming the key to describe."""
     never = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"],
              "additionalProperties": False}
     schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 4},
@@ -393,8 +394,12 @@ def test_an_optional_key_whose_objects_require_a_key_they_forbid_is_left_out(toy
     c = build_canvas(schema, toy_tokenizer)
     assert [s.path for s in c.slots] == ["name"]
     assert c.parse(c.fill({"name": "ab"})) == {"name": "ab"}
+    c = build_canvas({**schema, "required": ["name", "map"]}, toy_tokenizer)
+    assert c.parse(c.fill({"name": "ab", "map": {}})) == {"name": "ab", "map": {}}
+    one = {**schema["properties"]["map"], "minProperties": 1}
     with pytest.raises(SchemaError, match="no object is valid; add it to properties"):
-        build_canvas({**schema, "required": ["name", "map"]}, toy_tokenizer)
+        build_canvas({**schema, "properties": {**schema["properties"], "map": one}, "required": ["name", "map"]},
+                     toy_tokenizer)
 
 
 @pytest.mark.parametrize("name", ["dynamicref_tree", "recursiveref_tree"])
@@ -729,3 +734,20 @@ def test_a_canvas_path_is_named_as_the_final_check_names_it(toy_tokenizer):
                      "zones{0}<sq>": "zones.ab"}
     circle = next(g.selector for g in d.canvas.groups if g.path == "zones{0}<c<1>{0}>")
     assert list(failed_variants(d, d.ids, ExtractionError("zones.ab.note", "too long"))) == [circle]
+
+
+def test_a_part_no_value_fills_is_left_out_where_optional_and_refused_where_required(toy_tokenizer):
+    """A key, items past minItems or map entries whose grammar no value fills (a pattern and a
+    length that exclude each other) are left out, as an optional key of impossible bounds is; the
+    whole schema had been refused."""
+    never = {"type": "string", "pattern": "^$", "minLength": 2}
+    schema = {"type": "object", "required": ["a", "items"], "properties": {
+        "a": {"type": "integer"}, "b": never, "items": {"type": "array", "items": never},
+        "map": {"type": "object", "additionalProperties": never}}}
+    c = build_canvas(schema, toy_tokenizer)
+    assert [s.path for s in c.slots] == ["a"] and c.parse(c.fill({"a": 4, "items": []})) == {"a": 4, "items": []}
+    for required in (["b"], ["items"], ["map"]):
+        least = {"items": {"minItems": 1}, "map": {"minProperties": 1}}.get(required[0], {})
+        props = {**schema["properties"], required[0]: {**schema["properties"][required[0]], **least}}
+        with pytest.raises(SchemaError, match="no value meets this field's pattern, length and bounds"):
+            build_canvas({**schema, "properties": props, "required": required}, toy_tokenizer)
