@@ -353,10 +353,14 @@ class Builder:
             if key not in v.get("properties", {}):
                 raise SchemaError(path, f"every variant of the union needs the discriminator field `{key}`")
             p = self.resolve(v["properties"][key], _join(path, key), vbase)[0]
-            tags = p.get("enum") if "enum" in p else \
-                [by_ref[member["$ref"]]] if isinstance(member, dict) and member.get("$ref") in by_ref else []
+            ref = member.get("$ref") if isinstance(member, dict) else None
+            # its values as written, the mapping's, else OpenAPI's implicit one: the $ref's name
+            tags = p["enum"] if "enum" in p else [by_ref[ref]] if ref in by_ref else \
+                [ref.rsplit("/", 1)[-1]] if isinstance(ref, str) else []
             if not tags:
-                raise SchemaError(_join(path, key), "the discriminator needs a Literal value in each variant")
+                raise SchemaError(_join(path, key), "the discriminator needs the value of each variant: a Literal "
+                                                    "(an enum or const in the variant), or a $ref to it and a "
+                                                    "discriminator mapping")
             variants.append((v, refs, tuple(json.dumps(t, ensure_ascii=False) for t in tags), vbase))
         return key, variants
 
