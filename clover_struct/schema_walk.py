@@ -32,7 +32,7 @@ from .errors import SchemaError, UsageError
 from .layout import (Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNode, OptionalNode, Slot, UnionNode,
                      tagged)
 from .patterns import (CHAR, COUNTED_LENGTH, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal,
-                       loosened, number_pattern, plain_width, regular, string_content)
+                       loosened, number_pattern, regular, string_content)
 from .schema_refs import Document, Unsatisfiable, check_nesting, merge, read_schema
 from .value_regex import ValueRegex
 from .vocab import per_tokenizer
@@ -240,18 +240,14 @@ class Builder:
         if left is None or left > 0:   # entries written until minProperties is met, the first map's first
             fixed = bool(fields) or skip is not None
             for p, sub in patterns.items():
-                entries += self.entries(path, sub, content_key(p, path), fixed or bool(entries), base, left,
-                                        need - len(entries), first=len(entries))
+                key = dict(pattern=content_key(p, path), length=None, also=None, budget=KEY_TOKENS)
+                entries += self.entries(path, sub, key, fixed or bool(entries), base, left, need - len(entries),
+                                        first=len(entries))
             if isinstance(extra, dict) or (extra is True and not props and not patterns and skip is None):
                 names = s.get("propertyNames") if isinstance(s.get("propertyNames"), dict) else {}
-                names = self.doc.resolve(names, path, base).schema
-                key, width = f"{CHAR}+", None
-                if isinstance(names.get("enum"), list) and all(isinstance(k, str) for k in names["enum"]):
-                    key = "|".join(literal(json.dumps(k, ensure_ascii=False)[1:-1]) for k in names["enum"])
-                elif "pattern" in names:
-                    key, width = content_key(names["pattern"], path), plain_width(names["pattern"])
+                key = self.key_of(self.doc.resolve(names, path, base).schema, path)
                 entries += self.entries(path, extra if isinstance(extra, dict) else {}, key, fixed or bool(entries),
-                                        base, left, need - len(entries), width, first=len(entries))
+                                        base, left, need - len(entries), first=len(entries))
         self.text(tail)
         return ObjectNode(tuple(fields), MapNode(tuple(entries)) if entries else None)
 
@@ -271,7 +267,19 @@ class Builder:
             return node
         return KeyNode(g, self.close(g, node)) if self.groups[g]["slots"] else None
 
-    def entries(self, path, sub, key_pattern, after_fixed, base, room=None, least=0, key_width=None, first=0) -> list:
+    def key_of(self, names: dict, path: str) -> dict:
+        """A map key's slot (pattern, length, also, budget) under `propertyNames`: its enum, else
+        a string of its pattern, format and lengths (dict[date, int]: a date), never empty."""
+        if isinstance(names.get("enum"), list) and all(isinstance(k, str) for k in names["enum"]):
+            texts = [json.dumps(k, ensure_ascii=False)[1:-1] for k in names["enum"]]
+            return dict(pattern="|".join(map(literal, texts)), length=None, also=None, budget=KEY_TOKENS)
+        content, size, length, _, also = string_content(
+            {**names, "minLength": max(names.get("minLength", 0), 1)}, f"{path}:key", self.strict)
+        bounded = {"pattern", "format", "maxLength"} & names.keys()   # else no longer than KEY_TOKENS
+        return dict(pattern=content, length=length, also=also, budget=min(size, STRING_TOKENS_CAP) if bounded
+                    else KEY_TOKENS)
+
+    def entries(self, path, sub, key, after_fixed, base, room=None, least=0, first=0) -> list:
         """Up to Options.items map entries `"key": value`, each a group (an optional item), numbered
         from `first` (a map's entries of each key pattern after those of the patterns before)."""
         self.open_parts = True
@@ -282,8 +290,8 @@ class Builder:
             epath, mark = f"{path}{{{first + k}}}", self.mark()
             g = self.open("item", epath, required=k < least, prev=prev)
             self.text((", " if after_fixed or k else "") + '"')
-            key = self.slot(f"{epath}:key", "string", KEY_TOKENS, user_budget=False, pattern=key_pattern,
-                            length=(1, key_width) if key_width else None)
+            key_slot = self.slot(f"{epath}:key", "string", key["budget"], user_budget=False, pattern=key["pattern"],
+                                 length=key["length"], also=key["also"])
             self.text('": ')
             try:
                 value = self.value(sub, epath, base=base)
@@ -292,7 +300,7 @@ class Builder:
                     raise
                 self.rollback(mark)   # past the recursion depth, or no value fits: the map ends here, as a
                 break                 # list does
-            out.append((g, key, self.close(g, value)))
+            out.append((g, key_slot, self.close(g, value)))
             prev = g
         self.lists -= 1
         return out

@@ -751,3 +751,28 @@ def test_a_part_no_value_fills_is_left_out_where_optional_and_refused_where_requ
         props = {**schema["properties"], required[0]: {**schema["properties"][required[0]], **least}}
         with pytest.raises(SchemaError, match="no value meets this field's pattern, length and bounds"):
             build_canvas({**schema, "properties": props, "required": required}, toy_tokenizer)
+
+
+def test_a_maps_keys_keep_to_property_names_by_grammar(toy_tokenizer):
+    """propertyNames' lengths and format (pydantic's dict[date, int]) are the key slot's grammar:
+    only enum and pattern had been, so a key of four letters or no date failed the record."""
+    import datetime
+
+    from pydantic import BaseModel
+
+    def key(names):
+        schema = {"type": "object", "additionalProperties": {"type": "integer"}, "propertyNames": names}
+        c = build_canvas(schema, toy_tokenizer)
+        return c, compile_canvas(c, toy_tokenizer)[0], c.slots[0]
+
+    enc = toy_tokenizer.encode
+    _, short, slot = key({"maxLength": 3})
+    assert slot.budget == 3 and short.accepts(enc("abc")) and not short.accepts(enc("abcd"))
+    _, day, _ = key({"format": "date"})
+    assert day.accepts(enc("2026-05-01")) and not day.accepts(enc("May 1"))
+
+    class Visits(BaseModel):
+        visits: dict[datetime.date, int]
+
+    c = build_canvas(Visits, toy_tokenizer)
+    assert c.slots[0].path == "visits{0}:key" and c.slots[0].pattern.startswith("[0-9]{4}-")
