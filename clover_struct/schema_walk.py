@@ -189,10 +189,12 @@ class Builder:
         required = [k for k in s.get("required", []) if k != skip]
         extra = s.get("additionalProperties", True)
         patterns = s.get("patternProperties") or {}
-        for k in required:   # a required key the properties do not describe: its value as the map's
-            if k not in props:
+        for k in dict.fromkeys([*required, *_asked(s)]):   # a key a rule requires that the properties do
+            if k not in props and k != skip:              # not describe: its value as the map's
                 matching = [v for p, v in patterns.items() if _search(p, k)]
                 if not matching and extra is False:
+                    if k not in required:
+                        continue   # (the rule's condition then may not hold: the final check says)
                     raise Unsatisfiable(_join(path, k), "required, but no property describes it and "
                                                         "additionalProperties is false: no object is valid; add "
                                                         "it to properties")
@@ -421,6 +423,8 @@ class Builder:
         minItems are optional (absent ones cost one decision in the block's first step)."""
         prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
         rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)
+        if ("additionalItems" if isinstance(s.get("items"), list) else "items") not in s:
+            rest = s.get("unevaluatedItems", rest)   # the items past prefixItems no other keyword evaluates
         least, most = s.get("minItems", 0), s.get("maxItems")
         need = int(s.get("minContains", 1)) if s.get("contains") is not None else 0   # (2.0 is an integer)
         if need >= 1 and not prefix and rest is not False:
@@ -810,14 +814,28 @@ def _written(s, props, required, skip) -> list[str]:
              for w, other in (branches, branches[::-1]) if isinstance(w, dict)]
     keys = [k for k in dict.fromkeys([*required, *s.get("x-written", []), *(k for r in rules for k in r)])
             if k in props and k != skip]
-    needs = {k: v.get("required", []) if isinstance(v, dict) else v if isinstance(v, list) else []
-             for k, v in {**(s.get("dependencies") or {}), **(s.get("dependentSchemas") or {})}.items()}
-    needs.update(s.get("dependentRequired") or {})
+    needs = _needs(s)
     for k in keys:   # (keys grows as it is walked)
         keys += [d for d in needs.get(k, []) if d in props and d != skip and d not in keys]
     more = s.get("minProperties", 0) - len(keys)
     keys += [k for k, v in props.items() if k not in keys and k != skip and v is not False][:max(more, 0)]
     return keys
+
+
+def _needs(s) -> dict[str, list[str]]:
+    """Key -> the keys its presence requires: dependentRequired, dependentSchemas' required
+    (draft 7: `dependencies`, either kind)."""
+    needs = {k: v.get("required", []) if isinstance(v, dict) else v if isinstance(v, list) else []
+             for k, v in {**(s.get("dependencies") or {}), **(s.get("dependentSchemas") or {})}.items()}
+    return {**needs, **(s.get("dependentRequired") or {})}
+
+
+def _asked(s) -> list[str]:
+    """The keys a rule of object schema `s` may require besides `required`: then's and else's,
+    the dependencies', the first key-rule member's (x-written)."""
+    branches = [w.get("required", []) for w in (s.get("then"), s.get("else")) if isinstance(w, dict)]
+    return [k for keys in (s.get("x-written", []), *branches, *_needs(s).values()) for k in keys
+            if isinstance(k, str)]
 
 
 def content_key(pattern: str | None, path: str) -> str:

@@ -776,3 +776,23 @@ def test_a_maps_keys_keep_to_property_names_by_grammar(toy_tokenizer):
 
     c = build_canvas(Visits, toy_tokenizer)
     assert c.slots[0].path == "visits{0}:key" and c.slots[0].pattern.startswith("[0-9]{4}-")
+
+
+@pytest.mark.parametrize("rule", [{"dependentRequired": {"a": ["zz"]}}, {"dependencies": {"a": ["zz"]}},
+                                  {"if": {"required": ["a"]}, "then": {"required": ["zz"]}}])
+def test_a_key_a_rule_requires_is_written_though_no_property_describes_it(toy_tokenizer, rule):
+    """As a required key the properties do not describe is (its value the map's); it had never
+    been written, so every record failed the rule."""
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}, "required": ["a"], **rule}
+    c = build_canvas(schema, toy_tokenizer)
+    assert [s.path for s in c.slots][:2] == ["a", "zz"]
+    assert c.validate(c.fill({"a": "x", "zz": 4})) == {"a": "x", "zz": 4}
+
+
+def test_unevaluated_items_hold_past_prefix_items(toy_tokenizer):
+    """unevaluatedItems false after prefixItems allows no more items (four any-value slots had
+    been laid out, and every record with one failed); a schema types them."""
+    one = {"type": "array", "prefixItems": [{"type": "integer"}], "maxItems": 5}
+    assert [s.path for s in build_canvas({**one, "unevaluatedItems": False}, toy_tokenizer).slots] == ["[0]"]
+    typed = build_canvas({**one, "unevaluatedItems": {"type": "boolean"}}, toy_tokenizer)
+    assert [s.kind for s in typed.slots][1:] == ["choice"] * 4
