@@ -386,9 +386,11 @@ class Canvas:
             elif isinstance(node, ObjectNode) and part in dict(node.fields):
                 node, path = dict(node.fields)[part], f"{path}.{part}".lstrip(".")
             elif isinstance(node, ObjectNode) and node.extra and (entry := next(
-                    ((g, n) for g, key, n in node.extra.entries if (self.groups[g].required or self.is_present(ids, g))
-                     and self.slots[key].value(self.slot_text(ids, key)) == part), None)):
-                node, path = entry[1], self.groups[entry[0]].path
+                    ((g, key, n) for g, key, n in node.extra.entries if (self.groups[g].required or self.is_present(
+                        ids, g)) and self.slots[key].value(self.slot_text(ids, key)) == part), None)):
+                if loc[k + 1:] == ("[key]",):   # pydantic's place for a key that fails its type (dict[date, int])
+                    return self.slots[entry[1]].path
+                node, path = entry[2], self.groups[entry[0]].path
             elif isinstance(node, ListNode) and isinstance(part, int) and part < len(node.items):
                 node, path = node.items[part][1], self.groups[node.items[part][0]].path
             else:

@@ -796,3 +796,19 @@ def test_unevaluated_items_hold_past_prefix_items(toy_tokenizer):
     assert [s.path for s in build_canvas({**one, "unevaluatedItems": False}, toy_tokenizer).slots] == ["[0]"]
     typed = build_canvas({**one, "unevaluatedItems": {"type": "boolean"}}, toy_tokenizer)
     assert [s.kind for s in typed.slots][1:] == ["choice"] * 4
+
+
+def test_a_map_key_pydantic_refuses_is_its_entry_s_key_and_the_entry_is_dropped(toy_tokenizer):
+    """2027-02-29 passes the date grammar (which leaves leap years to the check) and fails
+    pydantic's: the error lies at the entry's key, so the optional entry is dropped; it had been
+    placed at the value and the record failed."""
+    import datetime
+
+    from pydantic import BaseModel
+
+    class Visits(BaseModel):
+        visits: dict[datetime.date, int]
+
+    assert finish(decoded(toy_tokenizer, Visits, {"visits": {"2027-02-29": 3}})) == Visits(visits={})
+    kept = finish(decoded(toy_tokenizer, Visits, {"visits": {"2028-02-29": 3}}))
+    assert kept == Visits(visits={datetime.date(2028, 2, 29): 3})
