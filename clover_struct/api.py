@@ -529,8 +529,8 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
                        use_cache=use_cache)
         results: list[Any] = [None] * len(texts)
         traces: list[Trace] = [Trace() for _ in texts]
-        for width, ns in by_width(model, texts).items():   # a canvas per width (its free strings' budgets)
-            canvas, automata = widened(schema, model, max_tokens, width)
+        for width, ns in by_width(schema, model, max_tokens, texts).items():   # a canvas per width
+            _, canvas, automata = prepare(schema, model, max_tokens, width)
             jobs = []
             for n in ns:
                 try:
@@ -547,23 +547,35 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
     return list(zip(results, traces)) if trace else results
 
 
-def widened(schema, model, max_tokens: int | None, width: int) -> tuple:
-    """The canvas and automata of `schema` for texts of `width` (prepare's letter_tokens); at
-    one token a letter where that canvas outgrows the model's context."""
+def text_width(model, text) -> int:
+    """The most tokens a letter of `text` takes (vocab.letter_tokens); 1 for what is no text,
+    which fit_prompt refuses."""
+    return letter_tokens(model.tokenizer, text) if isinstance(text, str) else 1
+
+
+def laid_width(schema, model, max_tokens: int | None, width: int) -> int:
+    """The letter_tokens `schema` is laid out with for texts of `width`: `width` where that lays
+    it out otherwise than one token a letter does and the canvas fits the context, else 1; so
+    texts share a canvas and a decode wherever their widths change nothing (NoFlyZone's: its
+    strings have patterns or caps)."""
+    if width == 1:
+        return 1
     try:
-        return prepare(schema, model, max_tokens, width)[1:]
-    except SchemaError:
-        if width == 1:
-            raise
-        return prepare(schema, model, max_tokens)[1:]
+        wide = lay_out(schema, model, max_tokens, letter_tokens=width)
+        return width if wide.ids != lay_out(schema, model, max_tokens).ids else 1
+    except SchemaError:   # past the context (or no layout at all, which prepare says)
+        return 1
 
 
-def by_width(model, texts) -> dict[int, list[int]]:
-    """The indices of `texts` by the most tokens a letter of each takes (vocab.letter_tokens; 1 for
-    what is no text, which fit_prompt refuses), narrowest first: each width lays out a canvas."""
+def by_width(schema, model, max_tokens: int | None, texts) -> dict[int, list[int]]:
+    """The indices of `texts` by the width each is laid out with (laid_width), narrowest first."""
     out: dict[int, list[int]] = {}
+    laid: dict[int, int] = {}   # a text's width -> the one it is laid out with
     for n, text in enumerate(texts):
-        out.setdefault(letter_tokens(model.tokenizer, text) if isinstance(text, str) else 1, []).append(n)
+        width = text_width(model, text)
+        if width not in laid:
+            laid[width] = laid_width(schema, model, max_tokens, width)
+        out.setdefault(laid[width], []).append(n)
     return dict(sorted(out.items()))
 
 

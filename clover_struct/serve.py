@@ -40,7 +40,6 @@ from . import api
 from .chat_request import ApiError, Request, parse_request
 from .errors import ExtractionError, InternalError, SchemaError, UsageError
 from .layout import KeyNode, ListNode, ObjectNode, OptionalNode
-from .vocab import letter_tokens
 
 LAYOUTS = 64   # schemas whose canvas and automata are kept
 MAX_DIGITS = 4300   # digits of a whole number in a body (Python reads no more by default)
@@ -146,7 +145,7 @@ class Engine:
             if len(self.layouts) >= LAYOUTS:
                 self.layouts.pop(next(iter(self.layouts)))
             try:
-                self.layouts[key] = api.widened(schema, self.model, None, width)
+                self.layouts[key] = api.prepare(schema, self.model, letter_tokens=width)[1:]
             except SchemaError as e:
                 self.layouts[key] = e
         return self.layouts[key]
@@ -157,7 +156,8 @@ class Engine:
         self.stats["requests"] += len(batch)
         groups: dict[tuple, list[Job]] = {}
         for job in batch:   # (a width of each text: its free strings' budgets)
-            groups.setdefault((*job.key, letter_tokens(self.model.tokenizer, job.request.text)), []).append(job)
+            width = api.laid_width(job.request.schema, self.model, None, api.text_width(self.model, job.request.text))
+            groups.setdefault((*job.key, width), []).append(job)
         with api.model_lock(self.model):
             for (*_, width), jobs in groups.items():
                 try:

@@ -154,6 +154,21 @@ def test_a_free_strings_budget_holds_max_length_letters_of_the_text(toy_byte_tok
     assert extract(text, City, model=mock) == City(city="北京市", code="abc")
 
 
+def test_texts_share_a_canvas_wherever_their_widths_change_nothing(toy_byte_tokenizer):
+    """A schema whose strings have patterns (NoFlyZone's) lays out alike at every width: its wide
+    and narrow texts are one batch, one decode (the demo's Chinese notices had been a second
+    decode: 21 forward passes for 12)."""
+    from clover_struct.api import by_width, laid_width
+    from tiny_models import MockModel
+
+    class Coded(BaseModel):
+        code: str = Field(pattern=r"^.{0,3}$")
+
+    mock, texts = MockModel(toy_byte_tokenizer, {}, 0), ["city: Oslo", "城市: 北京市", "Zoë"]
+    assert laid_width(City, mock, None, 3) == 3 and laid_width(Coded, mock, None, 3) == 1
+    assert by_width(City, mock, None, texts) == {1: [0, 2], 3: [1]} and by_width(Coded, mock, None, texts) == {1: [0, 1, 2]}
+
+
 def test_a_wide_canvas_past_the_context_falls_back_to_one_token_a_letter(toy_byte_tokenizer):
     from clover_struct import extract
     from clover_struct.api import prepare, prompt_ids
