@@ -173,17 +173,28 @@ def _file_text(data: bytes) -> tuple[str | None, str | None]:
         return (None, "binary file (NUL characters after a UTF-16 byte order mark); only text files can be "
                       "read") if "\0" in text else (text, None)
     if b"\0" in data:
-        even, odd = data[0::2].count(0), data[1::2].count(0)
-        if min(even, odd) == 0 and max(even, odd) * 8 >= len(data):   # a quarter of one parity's bytes and
-            # none of the other's: the high bytes of UTF-16's ASCII characters
-            return None, (f"UTF-16 text without a byte order mark; convert it to UTF-8 (iconv -f UTF-16"
-                          f"{'LE' if odd else 'BE'} -t UTF-8)")
+        if order := _utf16_order(data):
+            return None, f"UTF-16 text without a byte order mark; convert it to UTF-8 (iconv -f UTF-16{order} -t UTF-8)"
         return None, "binary file (NUL bytes); only text files can be read"
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError:
         return None, ("not UTF-8 text: a binary file, or text in another encoding (convert it to UTF-8, e.g. "
                       "iconv -f LATIN1 -t UTF-8)")
+
+
+def _utf16_order(data: bytes) -> str | None:
+    """"LE" or "BE" where `data` holding NULs reads as UTF-16 text without a byte order mark: its
+    NULs at one parity alone (the high bytes of ASCII characters), decoding to printable text."""
+    even, odd = data[0::2].count(0), data[1::2].count(0)
+    if min(even, odd) > 0:
+        return None
+    order = "LE" if odd else "BE"
+    try:
+        text = data.decode(f"utf-16-{order.lower()}")
+    except UnicodeDecodeError:
+        return None
+    return order if all(c.isprintable() or c in "\t\r\n" for c in text) else None
 
 
 def _line_text(raw: bytes, field: str):

@@ -175,10 +175,10 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
             instance = answer(assignment)
         except (ValidationError, SchemaRejects):   # the schema's own checks reject this combination
             return False
-        data = instance
-        if canvas.model:   # the values as validated (a validator may have changed one), by the rules' keys,
-            data = {keys.get(name, name): _plain(getattr(instance, name)) for name in canvas.model.model_fields}
-            # not as serialized: a field excluded, a serializer or serialize_by_alias would hide them
+        # a model's values as validated (a validator may have changed one), by the rules' keys; not as
+        # serialized, where an excluded field, a serializer or serialize_by_alias would hide them
+        data = {keys.get(name, name): _plain(getattr(instance, name)) for name in canvas.model.model_fields} \
+            if canvas.model else instance
         for r in rules:
             try:
                 if not r.holds(instance if r.on_instance else data):
