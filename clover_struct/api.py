@@ -125,10 +125,12 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
     """The prompt the canvas follows, around the text `as_read`.
 
     Our models: the schema's title and the text. Checkpoints with a chat template
-    (tokenizer_config.json): the template around an instruction that shows the
-    schema, ending where the assistant's answer (the canvas) begins. The template is
-    rendered as transformers renders it (trim_blocks, lstrip_blocks, loop controls, a
-    sandbox, `raise_exception`, the special tokens by name: Gemma's starts with bos_token).
+    (chat_template.jinja or tokenizer_config.json): the template around an instruction that
+    shows the schema, ending where the assistant's answer (the canvas) begins. The template is
+    rendered as transformers renders it (trim_blocks, lstrip_blocks, loop controls, a sandbox,
+    `raise_exception`, `strftime_now`, `tojson` unescaped, `{% generation %}`, the special
+    tokens by name: Gemma's starts with bos_token). CheckpointError where it does not compile;
+    ExtractionError (this text's) where it refuses the text or fails on it.
     """
     title, text = canvas.schema.get("title", "record"), as_read(text)
     template = getattr(tokenizer, "chat_template", None)
@@ -136,28 +138,61 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
         return tokenizer.encode(f"schema: {title}\ntext:\n{text}\nrecord:\n")
     try:
         from jinja2 import TemplateError  # only checkpoints that bring a template need jinja2
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
-        raise CheckpointError("this checkpoint's tokenizer_config.json has a chat template, which needs "
-                              "jinja2: pip install jinja2") from None
-
-    def raise_exception(message):
-        raise CheckpointError(f"the checkpoint's chat template refused the prompt: {message}")
-
+        raise CheckpointError("this checkpoint has a chat template, which needs jinja2: pip install jinja2") from None
+    where = getattr(tokenizer, "chat_template_file", None) or "tokenizer_config.json"
     names = {f"{kind}_token": tokenizer.token_bytes(i).decode(errors="replace") for kind, i in
              (("bos", getattr(tokenizer, "bos_id", None)), ("eos", tokenizer.eos_id), ("pad", tokenizer.pad_id))
              if i is not None}
     instruction = (f"Extract a {title} record from the text below as JSON matching this schema:\n"
                    f"{json.dumps(canvas.schema, separators=(',', ':'))}\n\nText:\n{text}")
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-    env.globals["raise_exception"] = raise_exception
     try:
-        rendered = env.from_string(template).render(
-            messages=[{"role": "user", "content": instruction}], add_generation_prompt=True, **names)
+        compiled = _jinja().from_string(template)
     except TemplateError as e:
-        raise CheckpointError(f"the checkpoint's chat template (tokenizer_config.json) does not render: {e}; "
-                              "fix or remove its chat_template") from None
+        raise CheckpointError(f"the checkpoint's chat template ({where}) does not compile: {e}; fix or remove "
+                              "it") from None
+    try:
+        rendered = compiled.render(messages=[{"role": "user", "content": instruction}], add_generation_prompt=True,
+                                   **names)
+    except _Refused as e:
+        raise ExtractionError("", f"the checkpoint's chat template ({where}) refused this text: {e}") from None
+    except Exception as e:   # (a template's own arithmetic, a sandbox limit: on this text)
+        raise ExtractionError("", f"the checkpoint's chat template ({where}) fails on this text "
+                                  f"({type(e).__name__}: {e}); fix its template") from None
     return tokenizer.encode(rendered)
+
+
+class _Refused(Exception):
+    """A chat template's raise_exception."""
+
+
+def _jinja():
+    """A sandboxed Jinja environment as transformers renders chat templates in: trim_blocks,
+    lstrip_blocks, loop controls, `raise_exception`, `strftime_now`, a `tojson` that neither
+    escapes HTML nor sorts keys, and `{% generation %}` (which marks the assistant's part)."""
+    from datetime import datetime
+
+    from jinja2.ext import Extension
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class Generation(Extension):
+        tags = {"generation"}
+
+        def parse(self, parser):   # its body as written
+            next(parser.stream)
+            return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+    def raise_exception(message):
+        raise _Refused(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=["jinja2.ext.loopcontrols", Generation])
+    env.filters["tojson"] = tojson
+    env.globals.update(raise_exception=raise_exception, strftime_now=lambda f: datetime.now().strftime(f))
+    return env
 
 
 def canvas_marks(model) -> tuple[int, int]:
@@ -206,6 +241,10 @@ def prepare(schema, model=None, max_tokens: int | None = None, letter_tokens: in
         raise UsageError(f"schema {str(schema)!r}: no such JSON Schema file; pass a pydantic model class, "
                          "a JSON Schema dict, or the path of a .json file")
     canvas = lay_out(schema, model, max_tokens, letter_tokens=letter_tokens)
+    try:   # a chat template that fails on a plain text fails on every one: no record can run
+        prompt_ids(model.tokenizer, "text", canvas)
+    except ExtractionError as e:
+        raise CheckpointError(f"{e.reason.replace('this text', 'any text')}") from None
     try:
         automata = compile_canvas(canvas, model.tokenizer, vocab_size=cfg.vocab_size)
     except CloverError:

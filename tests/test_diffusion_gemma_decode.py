@@ -6,6 +6,7 @@ weights say nothing about quality: these tests check the contract (valid instanc
 record for the same seed, the pass budget, the prompt the chat template makes)."""
 
 import json
+from pathlib import Path
 from typing import Literal, Optional
 
 import pytest
@@ -159,12 +160,42 @@ def test_the_chat_template_is_read_where_transformers_saves_it(make_toy_tokenize
         load_model(tmp_path)
 
 
-@pytest.mark.parametrize("template,why", [("{% for m in messages %}", "does not render: Unexpected end"),
-                                          ("{{ raise_exception('no system turn') }}", "refused the prompt: no system")])
-def test_a_template_that_fails_is_a_checkpoint_error(model, monkeypatch, template, why):
+@pytest.mark.parametrize("template,why", [("{% for m in messages %}", "does not compile: Unexpected end"),
+                                          ("{{ raise_exception('no system turn') }}", "refused any text: no system"),
+                                          ("{{ 1 // 0 }}", "fails on any text .ZeroDivisionError")])
+def test_a_template_that_fails_on_any_text_is_a_checkpoint_error(model, monkeypatch, template, why):
     monkeypatch.setattr(model.tokenizer, "chat_template", template)
     with pytest.raises(CheckpointError, match=why):
         extract(TEXTS[0], Record, model=model)
+
+
+def test_a_template_that_refuses_one_text_fails_that_record_alone(model, monkeypatch):
+    """Its refusal had been a CheckpointError that lost the whole batch (and a failing division
+    'a bug in clover-struct')."""
+    refusing = ("{% if 'bomb' in messages[0]['content'] %}{{ raise_exception('content refused') }}{% endif %}"
+                "{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    monkeypatch.setattr(model.tokenizer, "chat_template", refusing)
+    got = extract_many([TEXTS[0], "a bomb threat", TEXTS[2]], Record, model=model)
+    assert isinstance(got[0], Record) and isinstance(got[2], Record)
+    assert isinstance(got[1], ExtractionError) and "refused this text: content refused" in str(got[1])
+
+
+def test_a_template_renders_as_transformers_renders_it(model, monkeypatch):
+    """tojson unescaped and unsorted, strftime_now and {% generation %}, as transformers gives them
+    (they had been escaped, undefined and an unknown tag)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from clover_struct.api import lay_out
+
+    template = ("{{ bos_token }}{% for m in messages %}{{ {'z': 1, 'a': m['content'][-12:]} | tojson }}{% endfor %}"
+                "{% generation %}<start_of_turn>model{% endgeneration %}{{ strftime_now('%Y')[:0] }}")
+    monkeypatch.setattr(model.tokenizer, "chat_template", template)
+    ours = model.tokenizer.decode(prompt_ids(model.tokenizer, "closed < 2 km & 'x'", lay_out(Record, model)))
+    hf = PreTrainedTokenizerFast(tokenizer_file=str(Path(model.source) / "tokenizer.json"), bos_token="<bos>")
+    theirs = hf.apply_chat_template([{"role": "user", "content": "closed < 2 km & 'x'"}], chat_template=template,
+                                    tokenize=False, add_generation_prompt=True)
+    print("ours:", ours[-60:], "| transformers:", theirs[-60:])
+    assert ours.endswith("""{"z": 1, "a": "< 2 km & 'x'"}<start_of_turn>model""") and theirs.endswith(ours)
 
 
 @pytest.mark.filterwarnings("ignore:.*the vision tower is ignored")

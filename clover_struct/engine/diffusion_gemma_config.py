@@ -79,7 +79,10 @@ class DiffusionGemmaConfig:
         """RoPE of a layer type as (theta, turning pairs, factor): pair (j, j + head_dim/2) turns at
         rate theta^(-2j/head_dim) / factor for j < turning pairs and stays still after. Default RoPE
         turns every pair; proportional RoPE (full attention) turns the first partial_rotary_factor."""
-        p, d = self.rope_parameters.get(kind) or {}, self.head_dim_of(kind)
+        p, d = self.rope_parameters.get(kind), self.head_dim_of(kind)
+        if not isinstance(p, dict):   # (a flat {rope_type, rope_theta} had been read as no RoPE given)
+            raise CheckpointError(f"config.json: rope_parameters has no entry for the {kind} layers; give one "
+                                  f"per layer type, as {{\"{kind}\": {{\"rope_type\": ..., \"rope_theta\": ...}}}}")
         rope_type, theta = p.get("rope_type", "default"), p.get("rope_theta", 10_000.0)
         partial, factor = p.get("partial_rotary_factor", 1.0), p.get("factor", 1.0)
         for key, value in (("rope_theta", theta), ("partial_rotary_factor", partial), ("factor", factor)):

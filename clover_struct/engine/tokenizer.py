@@ -61,6 +61,7 @@ class Tokenizer:
     def __init__(self, tokenizer: _HFTokenizer, special_names: dict[str, str] | None = None):
         self._tok = tokenizer
         self.chat_template: str | None = None  # a Jinja chat template: chat_template.jinja or tokenizer_config.json
+        self.chat_template_file: Path | None = None   # the file it was read from
         spec = json.loads(tokenizer.to_str())
         self._byte_level = "ByteLevel" in _decoder_types(spec.get("decoder"))
         self.special_ids = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
@@ -78,7 +79,7 @@ class Tokenizer:
         except Exception as e:  # tokenizers raises a bare Exception on bad JSON
             raise CheckpointError(f"{path}: not a readable tokenizer.json ({e}); "
                                   "save one with tokenizers' Tokenizer.save()") from e
-        names, template = {}, None
+        names, template, source = {}, None, None
         config = path.parent / "tokenizer_config.json"
         if config.is_file():
             try:
@@ -95,15 +96,15 @@ class Tokenizer:
                                               "object with its 'content'")
                     names[key] = name
                 elif key == "chat_template" and value is not None:
-                    template = _default_template(value, config)
+                    template, source = _default_template(value, config), config
         jinja = path.parent / "chat_template.jinja"   # where transformers saves it, ahead of the config's
         if jinja.is_file():
             try:
-                template = jinja.read_text(encoding="utf-8")
+                template, source = jinja.read_text(encoding="utf-8"), jinja
             except (OSError, UnicodeDecodeError) as e:
                 raise CheckpointError(f"{jinja}: cannot be read ({e}); copy the checkpoint's file again") from e
         out = cls(tok, names)
-        out.chat_template = template
+        out.chat_template, out.chat_template_file = template, template and source
         return out
 
     def _find(self, explicit: str | None, candidates: tuple[str, ...]) -> int | None:

@@ -149,6 +149,16 @@ def test_a_value_no_model_can_have_is_named_at_load_not_at_the_first_record(save
         load_model(saved)
 
 
+@pytest.mark.parametrize("given", [{"rope_type": "default", "rope_theta": 5e4},   # flat: transformers' KeyError
+                                   {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4}}])
+def test_rope_parameters_without_an_entry_per_layer_type_are_refused(tmp_path, toy_tokenizer, given):
+    """They had loaded with 10000 for the user's theta (a different network, no word said)."""
+    saved = save_gemma(tmp_path / "gemma", toy_tokenizer)
+    edit_config(saved, rope_parameters=given)
+    with pytest.raises(CheckpointError, match="rope_parameters has no entry for the (full|sliding)_attention layers"):
+        load_model(saved)
+
+
 def test_a_legacy_rope_scaling_is_named_by_its_type(tmp_path, toy_tokenizer):
     saved = save_model(tiny_model(toy_tokenizer), tmp_path)
     edit_config(saved, rope_scaling={"type": "yarn", "factor": 4.0})
