@@ -322,8 +322,8 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
 
 
 def field_paths(canvas) -> dict[str, list[int]]:
-    """Field path -> slot indices, under the canvas's own paths (`area<circle>.radius_unit`)
-    and the paths users write, without the variant marks (`area.radius_unit`)."""
+    """Field path -> slot indices, under the canvas's own paths (`area<circle>.radius`)
+    and the paths users write, without the variant marks (`area.radius`)."""
     out: dict[str, list[int]] = {}
     for i, s in enumerate(canvas.slots):
         out.setdefault(s.path, []).append(i)
@@ -342,7 +342,7 @@ def slot_of_path(canvas, path: str, what: str = "known") -> int:
     """The slot a user's field path names; UsageError listing the close matches if none does."""
     paths = field_paths(canvas)
     if not isinstance(path, str):
-        raise UsageError(f"{what}: field paths are strings such as `area.radius_unit`, not {path!r}")
+        raise UsageError(f"{what}: field paths are strings such as `area.radius`, not {path!r}")
     if path not in paths:
         if _item_shape(path) in {_item_shape(p) for p in paths}:
             raise UsageError(f"{what}: `{path}` is an item past those laid out (a list holds its maxItems at most, "
@@ -413,8 +413,11 @@ def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
         raise UsageError(f"known: {value!r} cannot be written in field `{path}` ({type(e).__name__}: {e}); "
                          "give a value of the field's type") from None
     if not automaton.accepts(ids):
+        longer = len(ids) > slot.budget
         raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
-                         "constraint allows (clover-struct schema SPEC prints them)")
+                         "constraint allows (clover-struct schema SPEC prints them)" if not longer else
+                         f"known: {value!r} takes {len(ids)} tokens, more than the {slot.budget} of field `{path}`; "
+                         "raise its budget with max_tokens (json_schema_extra={'max_tokens': N})")
     if isinstance(value, float) and slot.value(text) != value:
         raise UsageError(f"known: field `{path}` writes {value!r} as {text} (numbers keep at most "
                          f"{FLOAT_FRACTION_DIGITS} decimals); give the value as it is written")
@@ -464,7 +467,7 @@ def _texts_and_known(texts, known) -> tuple[list, list]:
     for k in known:
         if k is not None and not isinstance(k, dict):
             raise UsageError(f"known= holds {type(k).__name__}; each entry is a dict of field path -> value, "
-                             "such as {'area.radius_unit': 'M'}")
+                             "such as {'area.radius': '5 NM'}")
     return texts, list(known)
 
 
@@ -568,7 +571,7 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
                        use_cache=use_cache)
         results: list[Any] = [None] * len(texts)
         traces: list[Trace] = [Trace() for _ in texts]
-        for width, ns in by_width(schema, model, max_tokens, texts).items():   # a canvas per width
+        for width, ns in by_width(schema, model, max_tokens, texts, known).items():   # a canvas per width
             _, canvas, automata = prepare(schema, model, max_tokens, width)
             jobs = []
             for n in ns:
@@ -606,12 +609,13 @@ def laid_width(schema, model, max_tokens: int | None, width: int) -> int:
         return 1
 
 
-def by_width(schema, model, max_tokens: int | None, texts) -> dict[int, list[int]]:
-    """The indices of `texts` by the width each is laid out with (laid_width), narrowest first."""
+def by_width(schema, model, max_tokens: int | None, texts, known=None) -> dict[int, list[int]]:
+    """The indices of `texts` by the width each is laid out with (laid_width, of the text and its
+    known values: 北京市 given for a field of an English text), narrowest first."""
     out: dict[int, list[int]] = {}
     laid: dict[int, int] = {}   # a text's width -> the one it is laid out with
-    for n, text in enumerate(texts):
-        width = text_width(model, text)
+    for n, (text, given) in enumerate(zip(texts, known or [None] * len(texts))):
+        width = max(text_width(model, text), text_width(model, " ".join(map(str, (given or {}).values()))))
         if width not in laid:
             laid[width] = laid_width(schema, model, max_tokens, width)
         out.setdefault(laid[width], []).append(n)
@@ -645,7 +649,7 @@ def extract(text: str, schema, *, model=None, trace: bool = False, known: dict |
     """
     _no_other_options(options, "extract")
     if known is not None and not isinstance(known, dict):
-        raise UsageError(f"known= takes a dict of field path -> value, such as {{'area.radius_unit': 'M'}}, "
+        raise UsageError(f"known= takes a dict of field path -> value, such as {{'area.radius': '5 NM'}}, "
                          f"not a {type(known).__name__}")
     result = extract_many([text], schema, model=model, trace=trace, known=[known], **options)[0]
     value = result[0] if trace else result

@@ -41,14 +41,14 @@ _MODELS: dict = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def shared_model(source=None, device=None):
+def shared_model(source=None, device=None, dtype=None):
     """The model in directory `source` (None: the embedded clover-mini), loaded once per process."""
     from .api import load_model
 
-    key = (None if source is None else str(source), device)
+    key = (None if source is None else str(source), device, dtype)
     with _MODELS_LOCK:
         if key not in _MODELS:
-            _MODELS[key] = load_model(source, device=device)
+            _MODELS[key] = load_model(source, device=device, dtype=dtype)
         return _MODELS[key]
 
 
@@ -89,16 +89,18 @@ class Extractor:
         ds.map_batches(Extractor, fn_constructor_kwargs={"schema": Notam}, concurrency=4, batch_size=16)
 
     `schema`: a pydantic model class (importable where the workers run) or a JSON Schema dict.
-    `model`: a model directory, a loaded model, or None for the embedded clover-mini. `device`:
-    where a model loaded from a directory goes ("cuda" beside Ray's num_gpus=1). `batch_size`:
-    texts decoded jointly. The output is the input batch, of the same kind, plus `record` (the
+    `model`: a model directory, a loaded model (a copy loads it again from its directory, on
+    its device and in its dtype), or None for the embedded clover-mini. `device`: where a model
+    loaded from a directory goes ("cuda" beside Ray's num_gpus=1). `batch_size`: texts decoded
+    jointly. `truncate`: a text longer than the context leaves room for is read to there (else
+    its row is an error). The output is the input batch, of the same kind, plus `record` (the
     record as a JSON string; None where it failed), `error` (None, or why the record failed) and
     `confidence` (the model's confidence in the record's least sure field; None where it failed);
     with `columns=True`, the record's top-level fields are columns of their own instead of `record`.
     """
 
     def __init__(self, schema, model=None, text_field: str = "text", batch_size: int = 16, *,
-                 columns: bool = False, device: str | None = None):
+                 columns: bool = False, device: str | None = None, truncate: bool = False, dtype=None):
         from .api import check_options, model_lock, prepare
 
         check_options(batch_size=batch_size)
@@ -109,10 +111,13 @@ class Extractor:
             raise UsageError(f"model= takes a model directory, a loaded model or None (the embedded "
                              f"clover-mini), not a {type(model).__name__}")
         source = getattr(model, "source", None) if loaded else model
+        if loaded and source:   # a copy loads it from its directory as it is here
+            device, dtype = str(model.device), str(next(model.parameters()).dtype).removeprefix("torch.")
         self._args = dict(schema=schema, model=source if loaded and source else model, text_field=text_field,
-                          batch_size=batch_size, columns=columns, device=device)
+                          batch_size=batch_size, columns=columns, device=device, truncate=truncate, dtype=dtype)
         self.schema, self.text_field, self.batch_size, self.columns = schema, text_field, batch_size, columns
-        self.model = model if loaded else shared_model(model, device)
+        self.truncate = truncate
+        self.model = model if loaded else shared_model(model, device, dtype)
         with model_lock(self.model):
             _, canvas, _ = prepare(schema, self.model)   # the schema checked, its automata built, once
         if columns and not (isinstance(canvas.tree, ObjectNode) and canvas.tree.extra is None):
@@ -121,6 +126,9 @@ class Extractor:
         self.fields = [key for key, _ in canvas.tree.fields] if columns else []
         if columns and hasattr(schema, "model_json_schema"):   # as the records name them: by alias
             self.fields = list(schema.model_json_schema(mode="serialization")["properties"])
+        if text_field in ("error", "confidence") or text_field == "record" and not columns:
+            raise UsageError(f"text_field `{text_field}` is a column the output writes, which would replace the "
+                             "texts; rename the texts' column")
         if clash := [f for f in self.fields if f in (text_field, "error", "confidence")]:
             raise UsageError(f"columns=True: the record's key `{clash[0]}` would be a column the output has already "
                              "(the texts, error or confidence); leave columns out (or, for the texts' column, name "
@@ -134,16 +142,23 @@ class Extractor:
         if not frame and not isinstance(batch, Mapping):
             raise UsageError(f"Extractor takes a batch as a dict of arrays or a pandas DataFrame (Ray Data: "
                              f"batch_format='numpy' or 'pandas'), not a {type(batch).__name__}")
-        names = [str(c) for c in (batch.columns if frame else batch)]
-        if self.text_field not in names:
-            raise UsageError(f"the batch has no column `{self.text_field}` (it has {', '.join(names) or 'none'}); "
-                             "name the column of the texts with text_field=")
+        labels = list(batch.columns if frame else batch)
+        names = [str(c) for c in labels]
+        if names.count(self.text_field) != 1:
+            raise UsageError(f"the batch has {'no' if self.text_field not in names else 'more than one'} column "
+                             f"`{self.text_field}` (it has {', '.join(names) or 'none'}); name the one column of the "
+                             "texts with text_field=")
+        column = batch[labels[names.index(self.text_field)]]   # (a label 0 is named "0")
+        if isinstance(column, (str, bytes)) or not hasattr(column, "__len__"):
+            raise UsageError(f"column `{self.text_field}` is one {type(column).__name__}, not a column of texts; give "
+                             "a list or array of them (one text: {'text': [text]})")
         new = (self.fields if self.columns else ["record"]) + ["error", "confidence"]
         if clash := [c for c in new if c in names and c != self.text_field]:
             raise UsageError(f"the batch already has column(s) {', '.join(clash)}, which the output adds; rename "
                              "or drop them first")
-        texts = [str(t) if isinstance(t, str) else t for t in batch[self.text_field]]   # numpy's str_ -> str
-        pairs = [outcome(v) for v in decode_batch(texts, self.schema, self.model, self.batch_size)] if texts else []
+        texts = [str(t) if isinstance(t, str) else t for t in column]   # numpy's str_ -> str
+        pairs = [outcome(v) for v in decode_batch(texts, self.schema, self.model, self.batch_size, self.truncate)] \
+            if texts else []
         records = [r for r, _, _ in pairs]
         columns = {f: [None if r is None else r.get(f) for r in records] for f in self.fields} if self.columns \
             else {"record": [None if r is None else json.dumps(r, ensure_ascii=False) for r in records]}

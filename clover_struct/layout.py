@@ -187,8 +187,22 @@ class Slot:
                 raise ValueError(f"field `{self.path}` needs a string, got {value!r}")
             text = text[1:-1]
         if self.kind == "choice" and text not in self.choices:
-            raise ValueError(f"field `{self.path}`: {text} is not one of {', '.join(self.choices)}")
+            # a number equal to a choice's (8 for 8.0, as JSON Schema and pydantic take it) is that choice
+            equal = next((c for c in self.choices if _same_number(value, c)), None)
+            if equal is None:
+                raise ValueError(f"field `{self.path}`: {text} is not one of {', '.join(self.choices)}")
+            text = equal
         return text
+
+
+def _same_number(value, choice: str) -> bool:
+    """Whether `value` is a number equal to the one a choice's JSON text writes."""
+    def number(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    try:
+        return number(value) and number(c := json.loads(choice)) and c == value
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

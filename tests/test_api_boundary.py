@@ -188,6 +188,22 @@ def test_a_known_secret_is_written_as_its_secret_not_its_mask(embedded):
     assert got.password.get_secret_value() == "hunter2"   # (it had been **********)
 
 
+class Offsets(BaseModel):
+    offset: Literal[0.0, 8.0, 5.5]
+    city: str = Field(max_length=3)
+    note: str = ""
+
+
+def test_known_values_are_taken_as_the_schema_takes_them(embedded):
+    """8 for Literal[8.0] (pydantic and JSON Schema take it; it had been refused); 北京市 for a
+    max_length of 3 beside an English text (its canvas had been the text's, too narrow); a value
+    past a budget says to raise max_tokens (it had blamed the constraint)."""
+    got = extract("Offset eight hours.", Offsets, model=embedded, known={"offset": 8, "city": "北京市"})
+    assert (got.offset, got.city) == (8.0, "北京市")
+    with pytest.raises(UsageError, match="takes .* tokens, more than the 24 of field `note`; raise its budget"):
+        extract("Call back.", Offsets, model=embedded, known={"note": "please call the customer back tomorrow morning before 9"})
+
+
 def test_decide_takes_known_paths_and_enum_values(model):
     answer = decide("smoke in the cabin", Triage, model=model, known={"urgent": True, "lane": "left"},
                     rules=[implies("urgent", "escalate")])

@@ -132,6 +132,31 @@ def test_the_extractor_pickles_as_its_arguments_and_says_what_a_batch_lacks(mode
             ex(batch)
 
 
+def test_the_extractor_takes_its_texts_from_one_column_and_its_copy_the_model_as_loaded(model_dir):
+    """Two `text` columns had been decoded as their names; text_field="record" overwritten by the
+    records; a column of one string decoded letter by letter; a column labelled 0 a KeyError; a
+    copy loaded float32 where the original ran bfloat16; and truncate= was not taken."""
+    import torch
+
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    ex = Extractor(SCHEMA, model=model_dir)
+    twice = pd.DataFrame([["zone one", "zone two"]], columns=["text", "text"])
+    for batch, words in ((twice, "more than one column `text`"), ({"text": "zone one"}, "one str, not a column")):
+        with pytest.raises(UsageError, match=words):
+            ex(batch)
+    with pytest.raises(UsageError, match="would replace the texts"):
+        Extractor(SCHEMA, model=model_dir, text_field="record")
+    labelled = pd.DataFrame([["zone one"]])   # a frame of lists: its column is 0
+    assert list(Extractor(SCHEMA, model=model_dir, text_field="0")(labelled)["error"]) == [None]
+    half = load_model(model_dir, dtype=torch.bfloat16)
+    copy = pickle.loads(pickle.dumps(Extractor(SCHEMA, model=half)))
+    assert next(copy.model.parameters()).dtype == torch.bfloat16
+    long = {"text": np.array(["zone " * 3000])}
+    assert "truncate" in Extractor(SCHEMA, model=model_dir)(long)["error"][0]
+    assert Extractor(SCHEMA, model=model_dir, truncate=True)(long)["error"][0] is None
+
+
 class Clashing(BaseModel):
     text: str = Field(max_length=4)
     error: bool
