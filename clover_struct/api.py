@@ -373,6 +373,10 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
                                  "), or None to leave it out")
             out.update((j, []) for j in group.slots)   # every slot empty: the object left out
             continue
+        tag = next((g.selector for g in canvas.groups if g.kind == "variant" and g.path.startswith(f"{path}<")), None)
+        if tag is not None and value is None and path not in paths:   # a union left out: its tag null
+            out[tag] = _known_value(canvas.slots[tag], automata[tag], canvas.tokenizer, path, None)
+            continue
         i = given[path] = slot_of_path(canvas, path)
         out[i] = _known_value(canvas.slots[i], automata[i], canvas.tokenizer, path, value)
     for path, i in given.items():

@@ -9,7 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}   # the Makefile exports the same PYTHON
-"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
+# (PyPI's plain torch==2.13.0 is the CUDA build: the +cpu one comes from a wheel folder or index pip
+# is set up with, else from PyTorch's CPU index)
+"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q "torch==2.13.0+cpu" \
+    || "$PY" -m pip install -q "torch==2.13.0+cpu" --index-url https://download.pytorch.org/whl/cpu
 extra=""
 case "${1:-}" in test) extra="[test,serve,ray]" ;; demo) extra="[demo]" ;; esac
 "$PY" -m pip install -q -e ".${extra}"

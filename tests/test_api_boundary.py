@@ -133,6 +133,7 @@ def test_known_takes_the_paths_users_write_and_a_wrong_one_lists_the_close_match
     assert "did you mean `area.radius`" in message and message.count("`") <= 10   # not every path
     with pytest.raises(UsageError, match="`area.vertices.lat`.*did you mean"):
         extract("x", NoFlyZone, model=model, known={"area.vertices.lat": "3112N"})
+    assert extract("No zone here.", NoFlyZone, model=model, known={"area": None}).area is None   # (had no field `area`)
 
 
 def test_a_known_item_past_those_laid_out_is_named_as_such(model):
