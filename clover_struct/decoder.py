@@ -85,7 +85,8 @@ def _history(model: DenoisingModel, prompts, use_cache: bool, seed: int | None) 
         conditioning = "self_conditioning" in inspect.signature(model.step).parameters
     except (TypeError, ValueError):   # a step whose signature cannot be read takes only what the interface names
         conditioning = False
-    generators = [row_generator(NOISE_SEED if seed is None else seed, p, "noise") for p in prompts] if noise == "uniform" else []
+    seed = NOISE_SEED if seed is None else seed
+    generators = [row_generator(seed, p, "noise") for p in prompts] if noise == "uniform" else []
     return _History(model, prompts, use_cache, noise=noise, self_conditioning=conditioning, generators=generators)
 
 
@@ -173,8 +174,8 @@ class _History:
             index = torch.tensor(live, device=self.device)
             history = torch.cat([self.prompts[index], self._ids(rows, live, 0, start)], 1)
             ask, kw = self._asking(live, at, first)
-            _, logits, passes = self._first(history, self._block(rows, live, start, end, live), self.lengths[index] + start,
-                                            ask, kw=kw)
+            block = self._block(rows, live, start, end, live)
+            _, logits, passes = self._first(history, block, self.lengths[index] + start, ask, kw=kw)
             return self._kept(logits, live, at), {n: passes - 1 for n in live}
         if first:   # extend the cache by the prompts, or by the canvas finished since, for every unfinished row
             need = [n for n, r in enumerate(rows) if not all(r.done)]
@@ -193,7 +194,8 @@ class _History:
         if live != self.view_rows:   # cut the cache only when the set of rows changes
             self.view, self.view_rows = self.cache.select([self.held.index(n) for n in live]), live
         ask, kw = self._asking(live, at, False)
-        return self._kept(self.model.step(self._block(rows, live, start, end, live), self.view, at=ask, **kw), live, at), {}
+        block = self._block(rows, live, start, end, live)
+        return self._kept(self.model.step(block, self.view, at=ask, **kw), live, at), {}
 
 
 SCHEDULES = ("joint", "sequential", "one_token")

@@ -91,7 +91,8 @@ class Extractor:
     `schema`: a pydantic model class (importable where the workers run) or a JSON Schema dict.
     `model`: a model directory, a loaded model (a copy loads it again from its directory, on
     its device and in its dtype), or None for the embedded clover-mini. `device`: where a model
-    loaded from a directory goes ("cuda" beside Ray's num_gpus=1). `batch_size`: texts decoded
+    loaded from a directory goes ("cuda" beside Ray's num_gpus=1), `dtype` what it computes in
+    ("bfloat16"; default float32 on the CPU, bfloat16 on CUDA). `batch_size`: texts decoded
     jointly. `truncate`: a text longer than the context leaves room for is read to there (else
     its row is an error). The output is the input batch, of the same kind, plus `record` (the
     record as a JSON string; None where it failed), `error` (None, or why the record failed) and

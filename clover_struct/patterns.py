@@ -82,7 +82,8 @@ CALENDAR_FORMATS = ("date", "date-time", "date-time-aware", "date-time-naive")  
 
 
 def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS,
-                   quoted: bool = False, letter_tokens: int = 1) -> tuple[str, int, tuple | None, list[tuple], str | None]:
+                   quoted: bool = False, letter_tokens: int = 1
+                   ) -> tuple[str, int, tuple | None, list[tuple], str | None]:
     """A string schema's slot: (content regex, tokens its longest value takes, (min, max) length for
     the automaton's counter or None, [(check op, bound)], the format's content regex where a
     `pattern` stands beside a known format, else None). The user's pattern always holds; beside a

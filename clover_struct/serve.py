@@ -6,10 +6,11 @@ reads the request: the text is the user messages' content) answers with the reco
 
 Requests are gathered, up to `max_batch`, waiting at most `max_wait_ms` after the first, and
 decoded on one worker thread: one joint decode per schema, temperature, seed and width of the
-texts' letters of a batch (decoder.decode lays all canvases of a decode on one layout). The event loop only parses, queues and answers. Canvases
-and automata are kept per schema. With `stream: true` every SSE chunk's content is a whole JSON
-object, the fields settled so far (a diffusion model settles fields in any order, so chunks are
-snapshots, not pieces to concatenate); the last one is the validated record.
+texts' letters of a batch (decoder.decode lays all canvases of a decode on one layout). The event
+loop only parses, queues and answers. Canvases and automata are kept per schema. With `stream:
+true` every SSE chunk's content is a whole JSON object, the fields settled so far (a diffusion
+model settles fields in any order, so chunks are snapshots, not pieces to concatenate); the last
+one is the validated record.
 
 Knows nothing of decoding beyond api.py's functions. starlette and uvicorn (the `serve` extra)
 are imported here only, and this module only by `clover-struct serve`.
