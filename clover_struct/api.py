@@ -28,6 +28,7 @@ pass instead, and they sit beside the calls they guard.
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import json
 import numbers
@@ -147,7 +148,7 @@ def prompt_ids(tokenizer, text: str, canvas) -> list[int]:
     instruction = (f"Extract a {title} record from the text below as JSON matching this schema:\n"
                    f"{json.dumps(canvas.schema, separators=(',', ':'))}\n\nText:\n{text}")
     try:
-        compiled = _jinja().from_string(template)
+        compiled = _compiled(template)
     except TemplateError as e:
         raise CheckpointError(f"the checkpoint's chat template ({where}) does not compile: {e}; fix or remove "
                               "it") from None
@@ -166,10 +167,12 @@ class _Refused(Exception):
     """A chat template's raise_exception."""
 
 
-def _jinja():
-    """A sandboxed Jinja environment as transformers renders chat templates in: trim_blocks,
-    lstrip_blocks, loop controls, `raise_exception`, `strftime_now`, a `tojson` that neither
-    escapes HTML nor sorts keys, and `{% generation %}` (which marks the assistant's part)."""
+@functools.lru_cache(maxsize=8)   # (every text's prompt renders it)
+def _compiled(template: str):
+    """`template` compiled in a sandboxed Jinja environment as transformers renders chat templates
+    in: trim_blocks, lstrip_blocks, loop controls, `raise_exception`, `strftime_now`, a `tojson`
+    that neither escapes HTML nor sorts keys, and `{% generation %}` (which marks the assistant's
+    part). jinja2's TemplateError where it does not compile."""
     from datetime import datetime
 
     from jinja2.ext import Extension
@@ -192,7 +195,7 @@ def _jinja():
                                         extensions=["jinja2.ext.loopcontrols", Generation])
     env.filters["tojson"] = tojson
     env.globals.update(raise_exception=raise_exception, strftime_now=lambda f: datetime.now().strftime(f))
-    return env
+    return env.from_string(template)
 
 
 def canvas_marks(model) -> tuple[int, int]:

@@ -653,12 +653,11 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
     """Lay out a pydantic model class or a JSON Schema (dict, boolean or .json path) over `tokenizer`.
 
     `max_tokens`: budget of strings without max_length (default 24). `letter_tokens`: tokens a
-    letter of the text may take (vocab.letter_tokens), which a free string's max_length counts. `room`: the tokens the
-    canvas should stay within (default: 3/4 of `context`, the rest left to the prompt); open
-    lists, maps and recursion are laid out smaller until it does (SHRINK). `context`: the most
-    tokens it may take (SchemaError beyond). `vocab_size`:
-    the model's logits, when they outnumber the tokenizer's ids. Cached per (schema, tokenizer,
-    options).
+    letter of the text may take (vocab.letter_tokens), which a free string's max_length counts.
+    `room`: the tokens the canvas should stay within (default: 3/4 of `context`, the rest left to
+    the prompt); open lists, maps and recursion are laid out smaller until it does (SHRINK).
+    `context`: the most tokens it may take (SchemaError beyond). `vocab_size`: the model's
+    logits, when they outnumber the tokenizer's ids. Cached per (schema, tokenizer, options).
     """
     mask_id = tokenizer.mask_id if mask_id is None else mask_id
     pad_id = tokenizer.pad_id if pad_id is None else pad_id

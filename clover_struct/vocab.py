@@ -30,17 +30,15 @@ def letter_tokens(tokenizer, text: str) -> int:
     """The most tokens a letter of `text` takes: the fewest tokens whose bytes spell its UTF-8
     (1 for a letter that is a token of its own; 3 for a CJK character a byte-level vocabulary
     lacks). A free string of max_length N holds N letters of the text at N times this."""
-    per = per_tokenizer(tokenizer)
-    if "letters" not in per:
-        per["letters"], per["pieces"] = {}, set(tokenizer.vocabulary_map())
-    known, pieces = per["letters"], per["pieces"]
-    for letter in {c for c in text if not c.isascii() and c.isalpha()} - known.keys():
+    known, pieces = per_tokenizer(tokenizer).setdefault("letters", {}), tokenizer.vocabulary_map()
+    letters = {c for c in text if not c.isascii() and c.isalpha()}
+    for letter in letters - known.keys():
         spelt = letter.encode("utf-8")
         fewest = [0] + [len(spelt)] * len(spelt)   # fewest[k]: tokens spelling its first k bytes (at worst
         for end in range(1, len(spelt) + 1):       # one a byte; a byte no token spells is counted so too)
             fewest[end] = min([fewest[end]] + [fewest[k] + 1 for k in range(end) if spelt[k:end] in pieces])
         known[letter] = fewest[-1]
-    return max((known[c] for c in text if c in known), default=1)
+    return max((known[c] for c in letters), default=1)
 
 
 def outlines_vocabulary(tokenizer, pad: int, mask: int):

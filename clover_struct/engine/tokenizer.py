@@ -62,6 +62,7 @@ class Tokenizer:
         self._tok = tokenizer
         self.chat_template: str | None = None  # a Jinja chat template: chat_template.jinja or tokenizer_config.json
         self.chat_template_file: Path | None = None   # the file it was read from
+        self._vocabulary: dict[bytes, list[int]] | None = None   # vocabulary_map's, built once
         spec = json.loads(tokenizer.to_str())
         self._byte_level = "ByteLevel" in _decoder_types(spec.get("decoder"))
         self.special_ids = {t["id"] for t in spec.get("added_tokens", []) if t.get("special")}
@@ -147,13 +148,16 @@ class Tokenizer:
         return token.replace("\u2581", " ").encode()
 
     def vocabulary_map(self) -> dict[bytes, list[int]]:
-        """Token bytes -> ids, without special tokens: the map outlines-core's Vocabulary takes."""
-        out: dict[bytes, list[int]] = {}
-        for i in range(self.vocab_size):
-            if i not in self.special_ids and self._tok.id_to_token(i) is not None:
-                out.setdefault(self.token_bytes(i), []).append(i)
-        out.pop(b"", None)
-        return out
+        """Token bytes -> ids, without special tokens: the map outlines-core's Vocabulary takes
+        (built once, shared by every caller: read it, never change it)."""
+        if self._vocabulary is None:
+            out: dict[bytes, list[int]] = {}
+            for i in range(self.vocab_size):
+                if i not in self.special_ids and self._tok.id_to_token(i) is not None:
+                    out.setdefault(self.token_bytes(i), []).append(i)
+            out.pop(b"", None)
+            self._vocabulary = out
+        return self._vocabulary
 
     def outlines_vocabulary(self, eos_id: int):
         """An outlines_core.Vocabulary whose end token is `eos_id` (for slots: the pad id)."""
