@@ -39,7 +39,7 @@ from starlette.routing import Route
 
 from . import api
 from .chat_request import ApiError, Request, parse_request
-from .errors import ExtractionError, InternalError, SchemaError, UsageError
+from .errors import CheckpointError, ExtractionError, InternalError, SchemaError, UsageError
 from .layout import KeyNode, ListNode, ObjectNode, OptionalNode
 
 LAYOUTS = 64   # schemas whose canvas and automata are kept
@@ -147,7 +147,7 @@ class Engine:
                 self.layouts.pop(next(iter(self.layouts)))
             try:
                 self.layouts[key] = api.prepare(schema, self.model, letter_tokens=width)[1:]
-            except SchemaError as e:
+            except (SchemaError, CheckpointError) as e:   # (the model's: a chat template failing on it)
                 self.layouts[key] = e
         return self.layouts[key]
 
@@ -173,6 +173,11 @@ class Engine:
         if isinstance(layout, SchemaError):
             for job in jobs:
                 job.send("done", ApiError(400, str(layout), param="response_format", code="schema_not_supported"))
+            return
+        if isinstance(layout, CheckpointError):
+            for job in jobs:
+                job.send("done", ApiError(500, f"the served model cannot answer this schema: {layout}",
+                                          type="server_error", code="model_error"))
             return
         canvas, automata = layout
         context = self.model.config.max_position_embeddings
@@ -259,6 +264,7 @@ def create_app(model=None, *, max_batch: int = 16, max_wait_ms: float = 10, api_
                max_body: int = 1 << 20, max_pending: int = 256) -> Starlette:
     """The server's ASGI app over `model` (default: the embedded clover-mini)."""
     model = model or api.load_model()
+    api.prepare({"type": "string"}, model)   # a checkpoint no request could run on stops here, not in each request
     served = Path(model.source).resolve().name if getattr(model, "source", None) else "clover"   # (`.` too)
     engine, pending = Engine(model, max_batch, max_wait_ms), [0]
 

@@ -377,3 +377,26 @@ def test_past_max_pending_the_answer_is_503_busy(model):
         gated.gate.set()
         assert first.result().choices[0].message.content
         assert client.chat.completions.create(**kw).choices   # answered once the first is done
+
+
+def test_a_chat_template_that_fails_is_the_models_error_not_a_bug(toy_tokenizer, tmp_path, monkeypatch):
+    """A template failing on any text stops the server before it starts; one failing on a schema
+    answers that schema's requests with the template's fault (both had been 500 'a bug')."""
+    pytest.importorskip("transformers")
+    from clover_struct import CheckpointError
+    from tiny_models import tiny_diffusion_gemma
+
+    gemma = tiny_diffusion_gemma(toy_tokenizer, tmp_path, canvas=16, std=0.5, seed=4)
+    monkeypatch.setattr(gemma.tokenizer, "chat_template", "{{ 1 // 0 }}")
+    with pytest.raises(CheckpointError, match="fails on any text"):
+        create_app(gemma)
+    monkeypatch.setattr(gemma.tokenizer, "chat_template", "{% if 'Secret' in messages[0]['content'] %}{{ 1 // 0 }}"
+                                                          "{% endif %}{{ messages[0]['content'] }}")
+    with in_thread(create_app(gemma, max_wait_ms=0)) as base:
+        asked = {"messages": user("EGTT closed"), "response_format": fmt({"title": "Secret", "type": "string"})}
+        got = httpx.post(base + "/v1/chat/completions", json=asked, timeout=60)
+        print(got.status_code, got.json())
+        assert got.status_code == 500 and got.json()["error"]["code"] == "model_error"
+        assert "chat template" in got.json()["error"]["message"] and "bug" not in got.json()["error"]["message"]
+        asked["response_format"] = fmt({"title": "Open", "type": "string", "maxLength": 8})
+        assert httpx.post(base + "/v1/chat/completions", json=asked, timeout=60).status_code == 200
