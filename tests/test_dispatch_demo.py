@@ -1,9 +1,11 @@
 """examples/dispatch_demo.py: geometry facts, and the run end to end with a given extractor."""
 
 import importlib.util
+import itertools
 import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from shapely.geometry import Point
@@ -191,10 +193,14 @@ def test_a_zone_in_force_for_part_of_a_hover_or_a_slow_leg_is_a_conflict_then(ho
     z = NoFlyZone(area=CircleArea(center=Position(lat="31.2000", lon="121.4000"), radius="1 km"), floor="SFC",
                   ceiling="120 M AGL", valid_from_raw=hours[0], valid_to_raw=hours[1], schedule=schedule,
                   utc_offset_hours=offset, uas_only=True)
-    for a, b in (((31.2, 121.4), (31.2, 121.4)), ((31.199, 121.4), (31.201, 121.4))):
-        (c,) = check_route([Waypoint(*a, 50.0, start), Waypoint(*b, 50.0, end)], volumes([("z", z)]))
-        assert c.conflict and (f"{c.conflict_from:%H:%M:%S}", f"{c.conflict_to:%H:%M:%S.%f}".removesuffix(".000000")) \
-            == in_force
+    shanghai = ZoneInfo("Asia/Shanghai")   # the same instants in another clock (a schedule had been missed)
+    for (a, b), clock in itertools.product((((31.2, 121.4), (31.2, 121.4)), ((31.199, 121.4), (31.201, 121.4))),
+                                           (timezone.utc, shanghai)):
+        legs = [Waypoint(*a, 50.0, start.astimezone(clock)), Waypoint(*b, 50.0, end.astimezone(clock))]
+        (c,) = check_route(legs, volumes([("z", z)]))
+        assert c.conflict
+        since, until = (t.astimezone(timezone.utc) for t in (c.conflict_from, c.conflict_to))
+        assert (f"{since:%H:%M:%S}", f"{until:%H:%M:%S.%f}".removesuffix(".000000")) == in_force
     layer = NoFlyZone(area=CircleArea(center=Position(lat="31.2000", lon="121.4000"), radius="1 km"),
                       floor="300 M AGL", ceiling="310 M AGL", uas_only=True)   # 10 m a 500 m climb passes
     (c,) = check_route([Waypoint(31.2, 121.4, 0.0, start), Waypoint(31.2005, 121.4, 500.0, end)],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Optional
 
 from shapely import get_coordinates, make_valid
@@ -173,7 +173,8 @@ def _bounds(v: Volume, a: Waypoint, b: Waypoint) -> list[float]:
     instants = [t for t in (v.valid_from, v.valid_to) if t is not None]
     if windows := daily_windows(v.zone.schedule):
         shift = timedelta(hours=v.zone.utc_offset_hours)   # the schedule's clock
-        day = (a.time + shift).replace(hour=0, minute=0, second=0, microsecond=0) - shift
+        start = a.time.astimezone(timezone.utc)   # (the schedule's midnight, whatever clock the route is in)
+        day = (start + shift).replace(hour=0, minute=0, second=0, microsecond=0) - shift
         while day <= b.time:
             instants += [day + timedelta(minutes=m) - timedelta(microseconds=last)
                          for start, end in windows for m, last in ((start, 0), (end + 1, 1))]
