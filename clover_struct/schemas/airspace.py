@@ -545,7 +545,7 @@ def circle_about(lat: float, lon: float, radius_m: float) -> Polygon:
                       for (x1, y1), (x2, y2) in zip(corners, corners[1:]) for f in (0.25, 0.5, 0.75))
         if nearest >= radius_m:
             return ring
-        drawn += (radius_m - nearest) * 1.1
+        drawn += max(radius_m - nearest, radius_m * 1e-6) * 1.1   # (past a shortfall of float noise)
     raise ValueError(f"no polygon in degrees holds a circle of {radius_m:.0f} m around latitude {lat} off the poles")
 
 

@@ -58,8 +58,8 @@ def read_radius(text: str) -> float:
         raise ValueError(f"cannot read {text!r} as a radius: expected a number and a unit "
                          "(NM, KM, M, FT, 海里, 公里, 米), e.g. '0.2NM' or '半径500米'")
     metres = _amount(m[1]) * _UNIT[m[2]]
-    if metres <= 0:
-        raise ValueError(f"cannot read {text!r} as a radius: it must be above zero")
+    if metres < 1:   # (and an exported footprint's corners, to 7 decimals, would fall together)
+        raise ValueError(f"cannot read {text!r} as a radius: a zone's radius is at least a metre")
     return metres
 
 
