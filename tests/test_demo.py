@@ -125,6 +125,34 @@ def test_ed318_is_a_dataset_the_eurocae_models_read(gold_volumes):
         ed318(gold_volumes, country="China")
 
 
+@pytest.mark.parametrize("schedule, offset, periods", [
+    ("DLY 0800-2400", 0, [("08:00", "23:59:59")]),   # 24:00:00 is midnight, the day's start (it had ended at 00:00)
+    ("DLY 0000-2400", 0, []),                         # all day (it had been a window of no length)
+    ("DLY 0600-1000", 8, [("22:00", "23:59:59"), ("00:00", "02:00")]),   # past midnight in UTC: two
+    ("DLY 2200-0600", 0, [("22:00", "23:59:59"), ("00:00", "06:00")]),
+])
+def test_ed318_daily_periods_run_forwards_in_utc(schedule, offset, periods):
+    z = NoFlyZone(area=circle("31.2", "121.5", "1KM"), uas_only=True, utc_offset_hours=offset, schedule=schedule)
+    period = ed318(volumes([("z", z)]), country="CHN")["features"][0]["properties"]["limitedApplicability"][0]
+    clock = lambda t: t if t.count(":") == 2 else f"{t}:00"   # noqa: E731
+    assert period.get("schedule", []) == [{"day": ["ANY"], "startTime": clock(a) + "Z", "endTime": clock(b) + "Z"}
+                                          for a, b in periods]
+
+
+def test_exported_corners_lie_on_the_written_grid():
+    """A corner 4e-8 degrees past the antimeridian had left, rounded, a flat second piece of four
+    points on it (no area, invalid to shapely)."""
+    from shapely.geometry import shape
+
+    square = [("10.0000", "179.9000"), ("10.0000", "-179.99999996"), ("10.1000", "-179.99999996"),
+              ("10.1000", "179.9000")]
+    z = NoFlyZone(area={"kind": "polygon", "vertices": [{"lat": a, "lon": b} for a, b in square]}, uas_only=True)
+    for doc in (geojson(volumes([("z", z)])), ed318(volumes([("z", z)]), country="FJI")):
+        written = doc["features"][0]["geometry"]
+        print(written)
+        assert written["type"] == "Polygon" and shape(written).is_valid and len(written["coordinates"][0]) == 5
+
+
 def test_a_zone_across_the_antimeridian_is_written_in_two_pieces():
     v = volumes([("c", NoFlyZone(area=circle("0000N", "17954E", "20NM"), uas_only=False))])
     written = geojson(v)["features"][0]["geometry"]
@@ -160,6 +188,7 @@ def test_geojson_is_rfc7946(gold_volumes):
     assert props["notam-3"]["refs"] == {"floor": "AMSL", "ceiling": "STD"}
     assert props["en-4"]["ceiling_m"] is None and props["en-4"]["valid_to"] is None
     assert props["zh-1"]["valid_from"] == "2031-06-14T00:00:00Z"   # 08:00 Beijing time
+    assert props["zh-1"]["utc_offset_hours"] == 8 and props["notam-4"]["utc_offset_hours"] == 0   # the schedule's clock
     assert props["notam-4"]["schedule"] == "DLY 0100-0300"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Optional
 
+from shapely import set_precision
 from shapely.affinity import translate
 from shapely.geometry import Polygon, box
 from shapely.geometry.base import BaseGeometry
@@ -31,12 +32,12 @@ def _rings(shape: Polygon) -> list[list[list[float]]]:
 def _geometry(shape: BaseGeometry) -> dict:
     """A footprint as a GeoJSON Polygon, or a MultiPolygon where it comes in pieces: a
     self-crossing boundary's parts, or a zone cut at the antimeridian (RFC 7946 3.1.9), each
-    piece's longitudes within +-180."""
+    piece's longitudes within +-180, its corners on the 1e-7 degree grid the files are written
+    to (a sliver the grid folds flat is left out)."""
     pieces = []
     for turn in (-360.0, 0.0, 360.0):
-        part = shape.intersection(box(-180 + turn, -90, 180 + turn, 90))
-        pieces += [translate(p, xoff=-turn) for p in getattr(part, "geoms", [part])
-                   if isinstance(p, Polygon) and not p.is_empty]
+        part = set_precision(translate(shape.intersection(box(-180 + turn, -90, 180 + turn, 90)), xoff=-turn), 1e-7)
+        pieces += [p for p in getattr(part, "geoms", [part]) if isinstance(p, Polygon) and not p.is_empty]
     if len(pieces) == 1:
         return {"type": "Polygon", "coordinates": _rings(pieces[0])}
     return {"type": "MultiPolygon", "coordinates": [_rings(p) for p in pieces]}
@@ -53,7 +54,8 @@ def feature(v: Volume) -> dict:
             "floor_m": round(v.floor_m, 1), "ceiling_m": None if v.ceiling_m is None else round(v.ceiling_m, 1),
             "refs": {"floor": v.floor_ref, "ceiling": v.ceiling_ref},
             "valid_from": _iso(v.valid_from), "valid_to": _iso(v.valid_to),
-            "schedule": z.schedule, "uas_only": z.uas_only, "reason": z.reason,
+            "schedule": z.schedule, "utc_offset_hours": z.utc_offset_hours,   # (the schedule's clock)
+            "uas_only": z.uas_only, "reason": z.reason,
         },
     }
 
@@ -75,10 +77,24 @@ def _layer(v: Volume) -> Optional[dict]:
             "lower": round(v.floor_m, 1), "lowerReference": ED318_REFS.get(v.floor_ref, v.floor_ref), "uom": "m"}
 
 
-def _clock(minutes: int, utc_offset_hours: float) -> str:
-    """A minute of the day in the notice's clock, as a UTC time of day."""
-    minutes = (minutes - round(utc_offset_hours * 60)) % 1440
-    return f"{minutes // 60:02d}:{minutes % 60:02d}:00Z"
+def _daily(windows: list[tuple[int, int]], utc_offset_hours: float) -> list[dict]:
+    """Daily windows in the notice's clock as ED-318 daily periods in UTC: one that runs past
+    midnight there (2200-0600, or 0600-1000 at +8) in two, one that ends at 2400 at 23:59:59
+    (24:00:00 is midnight, the day's start); none for a zone in force all day."""
+    periods = []
+    for a, b in windows:
+        length = (b - a) % 1440 or (1440 if b != a else 0)
+        if length == 1440:
+            return []
+        start = (a - round(utc_offset_hours * 60)) % 1440
+        end = start + length
+        for a, b in [(start, end)] if end <= 1440 else [(start, 1440), (0, end - 1440)]:
+            periods.append({"day": ["ANY"], "startTime": _clock(a), "endTime": _clock(b)})
+    return periods
+
+
+def _clock(minute: int) -> str:
+    return "23:59:59Z" if minute == 1440 else f"{minute // 60:02d}:{minute % 60:02d}:00Z"
 
 
 def ed318_zone(v: Volume, country: str, lang: str = "en") -> dict:
@@ -94,10 +110,8 @@ def ed318_zone(v: Volume, country: str, lang: str = "en") -> dict:
     if (layer := _layer(v)) is not None:
         geometry["layer"] = layer
     period = {"startDateTime": _iso(v.valid_from), "endDateTime": _iso(v.valid_to)}
-    if windows := daily_windows(z.schedule):
-        offset = z.utc_offset_hours
-        period["schedule"] = [{"day": ["ANY"], "startTime": _clock(a, offset), "endTime": _clock(b, offset)}
-                              for a, b in windows]
+    if daily := _daily(daily_windows(z.schedule), z.utc_offset_hours):
+        period["schedule"] = daily
     zone = {"identifier": v.id, "country": country, "name": [{"text": z.notam_id or v.id, "lang": lang}],
             "type": "PROHIBITED", "variant": "COMMON", "zoneAuthority": [{"purpose": "INFORMATION"}],
             "limitedApplicability": [{k: x for k, x in period.items() if x is not None}]}
