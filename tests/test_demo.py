@@ -123,6 +123,8 @@ def test_ed318_is_a_dataset_the_eurocae_models_read(gold_volumes):
     assert period["schedule"] == [{"day": ["ANY"], "startTime": "00:00:00Z", "endTime": "04:00:00Z"}]   # in UTC
     with pytest.raises(UsageError, match="alpha-3"):
         ed318(gold_volumes, country="China")
+    with pytest.raises(UsageError, match="volume ids notam-1 are given twice"):   # (the features' ids)
+        ed318(gold_volumes + gold_volumes[:1], country="CHN")
 
 
 @pytest.mark.parametrize("schedule, offset, periods", [

@@ -98,11 +98,15 @@ def volumes(records: list[tuple[str, NoFlyZone]]) -> list[Volume]:
 
 
 def checked(vols: list[Volume]) -> list[Volume]:
-    """`vols`, or UsageError where it is no list of Volumes (volumes() makes them of records)."""
+    """`vols`, or UsageError where it is no list of Volumes (volumes() makes them of records) or
+    two share an id (the exports' feature ids)."""
     if not isinstance(vols, (list, tuple)) or not all(isinstance(v, Volume) for v in vols):
         kinds = sorted({type(v).__name__ for v in vols}) if isinstance(vols, (list, tuple)) else [type(vols).__name__]
         raise UsageError(f"give the zones' volumes, a list of Volume, not {', '.join(kinds)}: volumes([(id, zone), "
                          "...]) makes them of NoFlyZone records")
+    if len({v.id for v in vols}) < len(vols):
+        twice = sorted({str(v.id) for v in vols if sum(w.id == v.id for w in vols) > 1})
+        raise UsageError(f"volume ids {', '.join(twice)} are given twice: each zone needs an id of its own")
     return vols
 
 
