@@ -35,16 +35,18 @@ SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescap
 CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])'    # a character of JSON string content
 _DATE = (r"[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
          r"|02-(?:0[1-9]|1[0-9]|2[0-9]))")   # leap years and year 0000: a format check
-_CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"   # fractions: the slot's budget bounds them
 _OFFSET = r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _HEX = "[0-9a-fA-F]"
 _N = "[0-9]{1,4}"
 _DURATION = (f"P(?:(?:{_N}Y(?:{_N}M)?(?:{_N}D)?|{_N}M(?:{_N}D)?|{_N}D)(?:T(?:{_N}H(?:{_N}M)?(?:{_N}S)?|{_N}M(?:{_N}S)?|{_N}S))?"
              f"|T(?:{_N}H(?:{_N}M)?(?:{_N}S)?|{_N}M(?:{_N}S)?|{_N}S)|{_N}W)")
 # No counted repeats here: outlines-core takes minutes over them (the slot's budget bounds the length,
-# the final check the 63-character labels)
-_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+# the final check the 63-character labels). The idn- and IRI forms take any letter past ASCII too.
+_WIDE = r"[^\x00-\x7f]"
+_LABEL, _IDN_LABEL = (f"{c}(?:(?:{c}|-)*{c})?" for c in ("[A-Za-z0-9]", f"(?:[A-Za-z0-9]|{_WIDE})"))
 _HOST = f"(?:{_LABEL}\\.)*[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_IDN_HOST = f"(?:{_IDN_LABEL}\\.)*(?:[A-Za-z]|{_WIDE})(?:(?:[A-Za-z0-9-]|{_WIDE})*(?:[A-Za-z0-9]|{_WIDE}))?"
 _OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 _IPV4 = f"{_OCTET}(?:\\.{_OCTET}){{3}}"
 _H16 = "[0-9a-fA-F]{1,4}"
@@ -52,11 +54,25 @@ _H16 = "[0-9a-fA-F]{1,4}"
 _IPV6 = "|".join([f"{_H16}(?::{_H16}){{7}}"] + [
     (f"{_H16}(?::{_H16}){{{k - 1}}}" if k else "") + "::" + (f"{_H16}(?::{_H16}){{{m - 1}}}" if m else "")
     for k in range(8) for m in range(8 - k) if k + m <= 7])
-_P = "(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})"      # a path character of RFC 3986
-_TAIL = f"(?:\\?(?:{_P}|[/?])*)?(?:#(?:{_P}|[/?])*)?"            # query and fragment
-_URI = f"[A-Za-z][A-Za-z0-9+.-]*:(?://{_HOST}(?::[0-9]{{1,5}})?(?:/{_P}*)*|{_P}+(?:/{_P}*)*)?{_TAIL}"
-_RELATIVE = f"(?://{_HOST}(?::[0-9]{{1,5}})?)?(?:/?(?:[A-Za-z0-9._~!$&'()*+,;=@-]|%[0-9A-Fa-f]{{2}})+(?:/{_P}*)*|/)?{_TAIL}"
+
+
+def _uri(wide: bool) -> tuple[str, str]:
+    """RFC 3986's URI and URI reference (RFC 3987's IRI and IRI reference where `wide`):
+    userinfo, a host of any registered name (IPv4 and empty too) or an IP literal (its
+    hex groups the final check's), a port."""
+    extra = f"|{_WIDE}" if wide else ""
+    unreserved = f"[A-Za-z0-9._~!$&'()*+,;=-]|%[0-9A-Fa-f]{{2}}{extra}"
+    p, nc = f"(?:{unreserved}|[:@])", f"(?:{unreserved}|@)"   # a path character; one of a first segment's
+    authority = f"(?:(?:{unreserved}|:)*@)?(?:\\[[0-9A-Fa-f:.]+\\]|(?:{unreserved})*)(?::[0-9]*)?"
+    path = f"//{authority}(?:/{p}*)*|/(?:{p}+(?:/{p}*)*)?"   # with an authority, or absolute
+    scheme, tail = "[A-Za-z][A-Za-z0-9+.-]*:", f"(?:\\?(?:{p}|[/?])*)?(?:#(?:{p}|[/?])*)?"
+    return (f"{scheme}(?:{path}|{p}+(?:/{p}*)*)?{tail}",
+            f"(?:(?:{scheme})?(?:{path})?|{scheme}{p}+(?:/{p}*)*|{nc}+(?:/{p}*)*){tail}")
+
+
+(_URI, _URI_REFERENCE), (_IRI, _IRI_REFERENCE) = _uri(False), _uri(True)
 _EMAIL = f"[A-Za-z0-9_%+-]+(?:\\.[A-Za-z0-9_%+-]+)*@{_HOST}"
+_IDN_EMAIL = f"(?:[A-Za-z0-9_%+-]|{_WIDE})+(?:\\.(?:[A-Za-z0-9_%+-]|{_WIDE})+)*@{_IDN_HOST}"
 _UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _NET4, _NET6 = f"{_IPV4}(?:/(?:3[0-2]|[12]?[0-9]))?", f"(?:{_IPV6})(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
 _POINTER = r'(?:/(?:[^"\\\x00-\x1f~/]|\\["\\bfnrt]|~[01])*)*'   # RFC 6901, as JSON string content
@@ -68,15 +84,19 @@ _NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NE
 # STRICT_FORMATS, for JSON Schemas.
 _STANDARD = {"date": (_DATE, 10), "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80),
              "hostname": (_HOST, 120), "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120),
-             "uri-reference": (f"{_URI}|{_RELATIVE}", 120), "json-pointer": (_POINTER, 120),
+             "uri-reference": (_URI_REFERENCE, 120), "iri": (_IRI, 120),
+             "iri-reference": (_IRI_REFERENCE, 120), "idn-hostname": (_IDN_HOST, 120),
+             "idn-email": (_IDN_EMAIL, 80), "json-pointer": (_POINTER, 120),
              "relative-json-pointer": (f"(?:0|[1-9][0-9]*)(?:#|{_POINTER})", 120)}
-FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 25),
-           "date-time-aware": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25), "date-time-naive": (f"{_DATE}T{_CLOCK}", 19),
+FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 24), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 35),
+           "date-time-aware": (f"{_DATE}T{_CLOCK}{_OFFSET}", 35), "date-time-naive": (f"{_DATE}T{_CLOCK}", 29),
            "ipvanyaddress": (f"{_IPV4}|{_IPV6}", 39),
            **{f"{v}{kind}": net for v, net in _NETWORKS.items() for kind in ("network", "interface")},
            **{f"uuid{v}": (f"{_HEX}{{8}}-{_HEX}{{4}}-{v}{_HEX}{{3}}-[89abAB]{_HEX}{{3}}-{_HEX}{{12}}", 36)
               for v in (1, 3, 4, 5, 6, 7, 8)}}
-STRICT_FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25)}
+_LOWER_OFFSET = _OFFSET.replace("Z", "[Zz]")   # RFC 3339 5.6: t and z may be lower case
+STRICT_FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_LOWER_OFFSET}", 24),
+                  "date-time": (f"{_DATE}[Tt]{_CLOCK}{_LOWER_OFFSET}", 35)}
 NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
 CALENDAR_FORMATS = ("date", "date-time", "date-time-aware", "date-time-naive")   # a real date: a check
 

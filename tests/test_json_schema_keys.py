@@ -5,6 +5,7 @@ how maps, references ($id by draft, dynamic references, members of other documen
 repair's list and record rules meet the schemas users bring."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -812,3 +813,32 @@ def test_a_map_key_pydantic_refuses_is_its_entry_s_key_and_the_entry_is_dropped(
     assert finish(decoded(toy_tokenizer, Visits, {"visits": {"2027-02-29": 3}})) == Visits(visits={})
     kept = finish(decoded(toy_tokenizer, Visits, {"visits": {"2028-02-29": 3}}))
     assert kept == Visits(visits={datetime.date(2028, 2, 29): 3})
+
+
+FORMAT_FORMS = {   # format -> (values jsonschema takes, values it refuses): the grammar agrees on each
+    "date-time": (["2027-05-12T10:30:00.123Z", "2027-05-12t10:30:00z"], ["2027-05-12 10:30:00Z"]),
+    "time": (["10:30:00.25+05:30"], ["10:30"]),
+    "uri": (["http://10.0.0.7/status", "file:///var/log/app.log", "http://u:p@host/", "http://[::1]:8080/",
+             "http://my_host/x", "file:/x"], ["no scheme", "http://h:80abc"]),
+    "uri-reference": (["//host/x", "../x", "#frag", "a:b"], ["//host:80abc", "//H:56("]),
+    "iri": (["https://例え.jp/パス"], ["例え"]),
+    "iri-reference": (["/パス?q=値"], ["//h:8x"]),
+    "idn-hostname": (["bücher.de", "例え.jp"], ["-x.de"]),
+    "idn-email": (["用户@例子.公司"], ["用户"]),
+}
+
+
+@pytest.mark.parametrize("fmt", FORMAT_FORMS)
+def test_a_format_s_grammar_takes_the_forms_its_check_takes(toy_tokenizer, fmt):
+    """Fractional seconds, a lower-case t and z, URIs with an IP, userinfo or no host had been
+    out of their grammars (a text's value was read as another), and iri and the idn- formats had
+    none (any text passed: iri has no check without rfc3987)."""
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}, "required": ["v"]}
+    (slot,) = build_canvas(schema, toy_tokenizer).slots
+    check = jsonschema.Draft202012Validator.FORMAT_CHECKER.conforms
+    good, bad = FORMAT_FORMS[fmt]
+    assert [bool(re.fullmatch(slot.pattern, v)) for v in good + bad] == [True] * len(good) + [False] * len(bad)
+    unchecked = fmt.startswith("iri")   # (rfc3987, its checker, is GPL: not a dependency)
+    assert all(check(v, fmt) for v in good) and (unchecked or not any(check(v, fmt) for v in bad))
