@@ -33,6 +33,7 @@ from .patterns import FLOAT_FRACTION_DIGITS, exact, exact_bounds, number_bounds
 
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
+_COUNTS = [k for k in _LOWER + _UPPER if "imum" not in k]
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 # a dynamic reference is followed as a static one: the same target where one schema resource of
 # the document holds the anchor (the final check resolves it as its draft says)
@@ -313,6 +314,8 @@ class Document:
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
             if isinstance(sid := s.get(self.id), str) and not sid.startswith("#") and s is not self.root:
                 out.base = join_uri(out.base, sid)
+            if wholes := {k: int(v) for k in _COUNTS if isinstance(v := s.get(k), float) and v.is_integer()}:
+                s = {**s, **wholes}   # (maxLength 3.0 is an integer to the metaschema)
             if key := _ref_key(s):
                 here = out.base
                 target, out.base, uri = self.lookup(s[key], out.base, path)

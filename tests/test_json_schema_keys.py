@@ -842,3 +842,15 @@ def test_a_format_s_grammar_takes_the_forms_its_check_takes(toy_tokenizer, fmt):
     assert [bool(re.fullmatch(slot.pattern, v)) for v in good + bad] == [True] * len(good) + [False] * len(bad)
     unchecked = fmt.startswith("iri")   # (rfc3987, its checker, is GPL: not a dependency)
     assert all(check(v, fmt) for v in good) and (unchecked or not any(check(v, fmt) for v in bad))
+
+
+@pytest.mark.parametrize("rule", [{"type": "string", "minLength": 2.0, "maxLength": 3.0},
+                                  {"type": "array", "items": {"type": "integer"}, "maxItems": 2.0},
+                                  {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 1.0}])
+def test_a_count_written_as_a_whole_float_is_that_count(toy_tokenizer, rule):
+    """maxLength 3.0 is an integer to the metaschema; it had been 'a bug in clover-struct'
+    (a float multiplying a list) and minLength 2.0 an IndexError."""
+    as_float = build_canvas({"type": "object", "properties": {"v": rule}, "required": ["v"]}, toy_tokenizer)
+    whole = {k: int(v) if isinstance(v, float) else v for k, v in rule.items()}
+    as_int = build_canvas({"type": "object", "properties": {"v": whole}, "required": ["v"]}, toy_tokenizer)
+    assert as_float.describe().replace(".0", "") == as_int.describe().replace(".0", "")
