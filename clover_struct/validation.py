@@ -11,6 +11,7 @@ or models.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Callable
 
 from .errors import ExtractionError, SchemaError
@@ -61,7 +62,7 @@ def checker(schema) -> Callable[[Any], None]:
     cls = valid_schema(schema)
     formats = jsonschema.FormatChecker(formats=())
     formats.checkers = {**latest.FORMAT_CHECKER.checkers, **cls.FORMAT_CHECKER.checkers}
-    validator = cls(schema, format_checker=formats)
+    validator = jsonschema.validators.extend(cls, {"multipleOf": _multiple_of})(schema, format_checker=formats)
 
     def check(data) -> None:
         error = best_match(validator.iter_errors(data))
@@ -74,3 +75,13 @@ def checker(schema) -> Callable[[Any], None]:
         raise SchemaRejects(path_of(error.absolute_path), f"the schema rejects the value: {error.message}",
                             error.validator, rule, tuple(error.absolute_path))
     return check
+
+
+def _multiple_of(validator, step, instance, schema):
+    """multipleOf as JSON Schema defines it, on the numbers as JSON writes them: 0.3 is a multiple
+    of 0.1 (jsonschema divides in binary floating point, where 0.3 / 0.1 is 2.9999999999999996,
+    and refused a third of the tenths)."""
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "number") and (Fraction(str(instance)) / Fraction(str(step))).denominator != 1:
+        yield ValidationError(f"{instance!r} is not a multiple of {step}")

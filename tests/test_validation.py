@@ -40,3 +40,17 @@ def test_a_max_contains_refusal_names_the_items_that_match_and_survives_pickling
     with pytest.raises(SchemaRejects) as e:
         checker({"properties": {"a": {"items": {"maxLength": 2}}}})({"a": ["abc"]})
     assert (e.value.path, e.value.where, pickle.loads(pickle.dumps(e.value)).where) == ("a[0]", ("a", 0), ("a", 0))
+
+
+def test_multiple_of_holds_of_the_numbers_as_written():
+    """0.3 under multipleOf 0.1 (33 of the tenths below 10, 159 of the hundredths) had been refused:
+    jsonschema divides in binary floating point. A text's 0.3 became the model's next value."""
+    for step, places in ((0.1, 1), (0.01, 2)):
+        check = checker({"type": "number", "multipleOf": step})
+        for k in range(10 ** (places + 1)):
+            check(round(k * step, places))
+        with pytest.raises(SchemaRejects, match="not a multiple of"):
+            check(0.305 if places == 1 else 0.0051)
+    checker({"type": "integer", "multipleOf": 3})(9)
+    with pytest.raises(SchemaRejects):
+        checker({"type": "integer", "multipleOf": 3})(10)
