@@ -318,6 +318,9 @@ def written_here(path: Path) -> bool:
     return isinstance(line, dict) and "source" in line and ("record" in line or "error" in line)
 
 
+_OURS = b'{"source": '   # how every line clover-struct writes begins
+
+
 def done_sources(path: Path) -> tuple[set[str], int]:
     """Sources already in a JSON-lines file, and its line count. A torn tail is truncated away:
     a trailing partial line (a write cut short), or a last line holding NUL bytes or bytes that
@@ -329,7 +332,10 @@ def done_sources(path: Path) -> tuple[set[str], int]:
     with open(path, "r+b") as f:
         for line in f:
             if not line.endswith(b"\n"):
-                break
+                if not (line.startswith(_OURS) or _OURS.startswith(line) or line.strip(b"\0") == b""):
+                    raise CliError(f"{path}:{lines + 1}: not a line clover-struct wrote (its last line, with no "
+                                   "line end); resume only into the output of an earlier run")
+                break   # (one of ours a write cut short)
             try:
                 seen.add(json.loads(line)["source"])
             except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
@@ -349,7 +355,8 @@ class OutputLock:
     it ends; the file holds the holder's pid and is removed on release."""
 
     def __init__(self, out: Path):
-        self.out, self.path, self.fd = out, out.with_name(out.name + ".lock"), None
+        real = Path(os.path.realpath(out))   # (OUT reached through a link is the same OUT)
+        self.out, self.path, self.fd = out, real.with_name(real.name + ".lock"), None
 
     def __enter__(self):
         if fcntl is None:

@@ -191,6 +191,12 @@ def _file_of(source: str) -> str:
     return re.sub(r":\d+$", "", source)
 
 
+def _real(source: str) -> str:
+    """A source as one path, whatever folder or link it was read through (its line kept)."""
+    file = _file_of(source)
+    return os.path.realpath(file) + source[len(file):]
+
+
 def _astray(sources: set[str]) -> dict[str, str]:
     """Where none of an earlier run's sources is a path from this folder (they are paths from the
     folder it ran in), its sources by their last part (a file's name, and its line); else nothing."""
@@ -273,7 +279,7 @@ def extract(args) -> int:
         done, ok = done_sources(out) if args.resume else (set(), 0)
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
         astray = _astray(done | failed)
-        done = {os.path.abspath(d) for d in done | failed}   # however the inputs are spelt this time
+        done = {_real(d) for d in done | failed}   # however the inputs are spelt this time, links too
         if out is not None and not args.resume:
             if out.is_file() and not written_here(out):   # an input a folder or glob holds, say
                 raise CliError(f"-o {out} holds lines clover-struct did not write (an input?), which writing would "
@@ -286,7 +292,7 @@ def extract(args) -> int:
         bar = progress_bar(count(paths, exclude) if on else None, ok + failed_before, on)
         new_ok, new_failed, t0 = 0, 0, time.monotonic()
         stream = (r for r in records(files(paths, exclude), args.text_field, args.truncate)
-                  if os.path.abspath(r[0]) not in done and not _met_before(r[0], astray, out))
+                  if _real(r[0]) not in done and not _met_before(r[0], astray, out))
         # the next batch, or [] (the end) once the input is read or a signal came
         batches = iter(lambda: [] if stop.signal else list(itertools.islice(stream, args.batch_size)), [])
         decoded = local_decode(batches, schema, model, args.batch_size, args.truncate) if args.ray is None \

@@ -228,7 +228,8 @@ def test_a_resume_knows_the_records_however_the_inputs_are_spelt(tmp_path, model
     feed_of(tmp_path / "feed.jsonl", 3)
     argv = ["--schema", schema_file, "--model", model_dir, "-o", "out.jsonl", "--quiet"]
     assert run("extract", "feed.jsonl", *argv) == 0
-    for spelt in (str(tmp_path / "feed.jsonl"), "./feed.jsonl", f"../{tmp_path.name}/feed.jsonl"):
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "feed.jsonl")   # (had been read again, twice in OUT)
+    for spelt in (str(tmp_path / "feed.jsonl"), "./feed.jsonl", f"../{tmp_path.name}/feed.jsonl", "link.jsonl"):
         assert run("extract", spelt, *argv, "--resume") == 0
         assert len(lines(tmp_path / "out.jsonl")) == 3, spelt
     (tmp_path / "sub").mkdir()
@@ -255,6 +256,10 @@ def test_a_second_run_on_the_same_output_refuses_and_the_lock_goes_with_the_run(
     with batch_io.OutputLock(tmp_path / "out.errors.jsonl"):   # another run's OUT sharing the errors file
         assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "out.json") == 2
         assert "out.errors.jsonl: another clover-struct run" in capsys.readouterr().err
+    (tmp_path / "link.jsonl").symlink_to(out)   # OUT through a link: the same lock (it had emptied OUT)
+    with batch_io.OutputLock(out):
+        assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "link.jsonl") == 2
+        assert "another clover-struct run" in capsys.readouterr().err
     monkeypatch.setattr(batch_io, "fcntl", None)   # where there is no flock: a file created exclusively
     with batch_io.OutputLock(out):
         assert run(*argv) == 2
@@ -280,6 +285,12 @@ def test_a_line_that_is_not_ours_stops_a_resume(tmp_path, model_dir, schema_file
                "--resume") == 2
     assert "o.jsonl:1: not a line clover-struct wrote" in capsys.readouterr().err
     assert (tmp_path / "o.jsonl").read_text().count("\n") == 2   # left as it was
+    minified = '{"api_key": "abc", "users": [1, 2, 3]}'   # one line, no line end: it had been cut away
+    (tmp_path / "data.json").write_text(minified)
+    assert run("extract", feed, "--schema", schema_file, "--model", model_dir, "-o", tmp_path / "data.json",
+               "--resume") == 2
+    assert "data.json:1: not a line clover-struct wrote" in capsys.readouterr().err
+    assert (tmp_path / "data.json").read_text() == minified
 
 
 def test_setup_failures_are_one_line(tmp_path, model_dir, schema_file, monkeypatch, capsys):
