@@ -26,7 +26,7 @@ from shapely.geometry import MultiPoint
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
-from .readers import read_coordinate, read_limit, read_radius, read_time
+from .readers import read_coordinate, read_limit, read_radius, read_time, states_a_maximum
 from .times import shifted
 from .units import EARTH_RADIUS_M, TURNS, VERBATIM, destination_point, distance_m, unwrapped
 
@@ -287,32 +287,41 @@ def read_validity(start: Optional[str], end: Optional[str], utc_offset_hours: fl
     Raises ValueError naming the piece. alone=True: the start's own check, which lets a start
     with no date pass (the end, not yet read, may give it).
     """
-    def by_itself(piece):
+    def by_itself(piece, is_end):
         try:
-            return read_time(piece, utc_offset_hours), True
+            return read_time(piece, utc_offset_hours, end=is_end), True
         except ValueError as e:
             if "pass `default`" not in str(e):
                 raise
             return None, False
 
-    first, first_dated = by_itself(start) if start is not None else (None, True)
-    last, last_dated = by_itself(end) if end is not None else (None, True)
+    def near(piece, other, days, is_end):
+        """The piece read on the first of `days` from `other` that keeps the start before the end (29
+        February: a year with one)."""
+        for k, day in enumerate(days):
+            try:
+                moment = read_time(piece, utc_offset_hours, default=shifted(other, timedelta(days=day), piece),
+                                   end=is_end)
+            except ValueError:
+                if k == len(days) - 1:
+                    raise
+                continue
+            if moment is None or (moment >= other if is_end else moment <= other):
+                return moment
+        return moment
+
+    first, first_dated = by_itself(start, False) if start is not None else (None, True)
+    last, last_dated = by_itself(end, True) if end is not None else (None, True)
     if not first_dated and not alone:
         if last is None:
             raise ValueError(f"cannot read {start!r} as a time: it states no date (or no year) and the end "
                              "gives none")
-        for back in (0, 1, 366):   # the same day as the end; the day before (overnight); the year before
-            first = read_time(start, utc_offset_hours, default=shifted(last, timedelta(days=-back), start))
-            if first is None or first <= last:
-                break
+        first = near(start, last, (0, -1, -366, -731, -1096, -1461), False)   # that day, the one before, years before
     if not last_dated:
         if first is None:
             raise ValueError(f"cannot read {end!r} as a time: it states no date (or no year) and the start "
                              "gives none")
-        for on in (0, 1, 366):   # the same day as the start; the day after (overnight); the year after
-            last = read_time(end, utc_offset_hours, default=shifted(first, timedelta(days=on), end))
-            if last is None or last >= first:
-                break
+        last = near(end, first, (0, 1, 366, 731, 1096, 1461), True)   # that day, the one after, the years after
     return first, last
 
 
@@ -369,6 +378,8 @@ class NoFlyZone(BaseModel):
     def _floor(cls, v: Optional[str]) -> Optional[str]:
         if v is not None and read_limit(v, DEFAULT_REF)[0] is None:
             raise ValueError(f"{v!r} is unlimited: leave the field null instead")
+        if v is not None and states_a_maximum(v):   # (0-120 m had become 120 m and up)
+            raise ValueError(f"{v!r} says 'at most': a ceiling, not a floor")
         return v
 
     @field_validator("ceiling")

@@ -43,6 +43,12 @@ _UNLIMITED = {"UNL", "UNLIMITED", "无限", "无限制", "不限"}
 _LEAD = re.compile(r"^(?:(?:MAX JIB|MAX(?:IMUM)?|HGT|HEIGHT|ALT(?:ITUDE)?|UP TO|BELOW"
                    r"|限高|最高|高度|不超过|不高于) ?)+")
 _TAIL = re.compile(r"(?:及以下|以下|以内)$")
+_AT_MOST = re.compile(r"^(?:MAX(?:IMUM)?|UP TO|BELOW)\b|^(?:限高|最高|不超过|不高于)|(?:及以下|以下|以内)$")
+
+
+def states_a_maximum(text: str) -> bool:
+    """Whether a limit piece says "at most" (a ceiling's wording: BELOW 400FT, 真高120米以下)."""
+    return _AT_MOST.search(_normal(text)) is not None
 
 
 def read_radius(text: str) -> float:

@@ -24,7 +24,7 @@ from .units import Q_COORDINATES, TIME10, VERBATIM, parse_q_coordinates, parse_y
 
 NOTAM_ID = r"^[A-Z]?\d{1,4}/\d{2,4}$"  # A1234/23 (ICAO series/number/year), 07/215 (FAA)
 # Item C as written: PERM, or YYMMDDhhmm (checked digit by digit like item B) with EST for an estimate.
-ITEM_C = rf"^(PERM|{TIME10[1:-1]}( ?EST)?)$"
+ITEM_C = rf"^(PERM|({TIME10[1:-1]}|\d{{2}}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])2400)( ?EST)?)$"   # an end at 2400 too
 # Items F/G as published: SFC, GND, UNL, FL195, 1800FT AMSL, 150M AGL, 500 FT MSL.
 LIMIT_TEXT = r"^(SFC|GND|UNL|FL ?\d{2,3}|\d{1,6}(\.\d{1,3})? ?(FT|M)( ?(AMSL|AGL|MSL|SFC|GND))?)$"
 

@@ -35,6 +35,7 @@ _FORMS = [
     (re.compile(rf"{_D} {_MON} {_Y}(?: {_CLOCK})?"), "dmyc"),  # 9 AUG 2031 09:30
     (re.compile(rf"{_MON} {_D} {_Y}(?: {_CLOCK})?"), "mdyc"),  # DECEMBER 5 2026 12:00
     (re.compile(rf"{_MON} {_D} {_CLOCK} {_Y}"), "mdcy"),  # DEC 05 12:00 2026 (FAA)
+    (re.compile(rf"{_D} {_MON} {_CLOCK} {_Y}"), "dmcy"),  # 5 DEC 1200 2026
     (re.compile(rf"{_CLOCK} {_MON} {_D} {_Y}"), "cmdy"),  # 1200 DECEMBER 5 2026 (FAA, UTC removed)
     (re.compile(rf"{_CLOCK} {_D} {_MON} {_Y}"), "cdmy"),  # 0930 9 AUG 2031
     (re.compile(rf"{_Y}[-/.]{_D}[-/.]{_D}(?:[ T]{_CLOCK}(?::\d{{2}})?)?"), "ymdc"),  # 2026-12-03 08:00
@@ -44,24 +45,29 @@ _CHINESE = re.compile(r"(?:(\d{4})年)?(?:(\d{1,2})月)?(?:(\d{1,2})[日号])?"
                       r"(上午|下午|晚上|傍晚|凌晨|早上|中午)?"
                       r"(?:(\d{1,2})(?:[时点:](?:(\d{1,2})分?|(半))?))?")
 # Zone marks. A named offset wins over the caller's; 'local time' confirms the caller's.
-_OFFSET = re.compile(r"\(?\b(?:UTC|GMT) ?([+-]) ?(1[0-4]|0?\d)(?::?([0-5]\d))?(?!\d)\)?")  # not UTC-1800
+# (not UTC-1800; not 'UTC - 1000', a range's separator: a sign spaced on both sides is no offset's)
+_OFFSET = re.compile(r"\(?\b(?:UTC|GMT)(?:([+-]) ?| ([+-]))(1[0-4]|0?\d)(?::?([0-5]\d))?(?!\d)\)?")
 _UTC = re.compile(r"\(?\b(?:UTC|GMT)\b\)?|(?<=\d)Z\b")
 _BEIJING = re.compile(r"\(?(?:北京时间|BEIJING TIME|\bBJT\b)\)?")
 _LOCAL = re.compile(r"\(?(?:\bLOCAL TIME\b|\bLOCAL\b|\bLT\b|当地时间)\)?")
 _SEPARATOR = re.compile(r"至|到|~|–|—|-|\b(?:UNTIL|TILL|TIL|THRU|THROUGH|TO)\b")
 
 
-def read_time(text: str, utc_offset_hours: float = 0, default: date | datetime | None = None) -> datetime | None:
+def read_time(text: str, utc_offset_hours: float = 0, default: date | datetime | None = None,
+              end: bool = False) -> datetime | None:
     """A time piece -> aware UTC datetime; None for PERM / UFN.
 
     ``default`` supplies what the piece leaves out (the year of '12月3日08时', the date of
     '09:30'), in the notice's clock (an aware datetime is first moved into that clock).
-    A date alone reads as 00:00. Raises ValueError naming the piece and the problem.
+    A date alone reads as 00:00, or as the end of that day where the piece is an ``end``
+    ('to 5 December 2026': through the 5th). Raises ValueError naming the piece and the problem.
     """
     s, offset = _zone(_normal(text), utc_offset_hours, text)
     if s in _NO_END:
         return None
-    local, _, _ = _read_local(s, _default_local(default, offset), text)
+    local, has_date, has_clock = _read_local(s, _default_local(default, offset), text)
+    if end and has_date and not has_clock:
+        local = shifted(local, timedelta(days=1), text)
     return _utc(local, offset, text)
 
 
@@ -108,7 +114,7 @@ def _zone(s: str, utc_offset_hours: float, text: str) -> tuple[str, float]:
     """Strip the zone marks from a piece -> (rest, the offset its clock runs at)."""
     named = set()
     if m := _OFFSET.search(s):
-        named.add((1 if m[1] == "+" else -1) * (int(m[2]) + int(m[3] or 0) / 60))
+        named.add((1 if (m[1] or m[2]) == "+" else -1) * (int(m[3]) + int(m[4] or 0) / 60))
         s = _OFFSET.sub(" ", s)
     for pattern, hours in ((_BEIJING, 8.0), (_UTC, 0.0)):
         if pattern.search(s):
@@ -165,12 +171,13 @@ def _read_local(s: str, default: datetime | None, text: str) -> tuple[datetime, 
         return _build(year, month, day, hour, minute, default, text)
     s = re.sub(r"(?<=\d)(?:ST|ND|RD|TH)\b", "", s.replace(",", " "))
     s = re.sub(r"\s+", " ", re.sub(r"\b(?:AT|ON)\b", " ", s)).strip()
-    for pattern, order in _FORMS:
-        if m := pattern.fullmatch(s):
-            parts = dict(zip(order, m.groups()))
-            hour, minute = _clock(parts["c"], text) if parts.get("c") else (None, None)
-            month = _month(parts["m"], text) if order != "ymdc" and "m" in parts else parts.get("m")
-            return _build(parts.get("y"), month, parts.get("d"), hour, minute, default, text)
+    readings = [dict(zip(order, m.groups())) | {"order": order} for pattern, order in _FORMS if (m := pattern.fullmatch(s))]
+    # 'DEC 05 1200 2026': a clock and a year both four digits; the year is the one that is a year now
+    parts = next((r for r in readings if 1900 <= int(r.get("y") or 2000) < 2200), readings[0] if readings else None)
+    if parts is not None:
+        hour, minute = _clock(parts["c"], text) if parts.get("c") else (None, None)
+        month = _month(parts["m"], text) if parts["order"] != "ymdc" and "m" in parts else parts.get("m")
+        return _build(parts.get("y"), month, parts.get("d"), hour, minute, default, text)
     raise ValueError(f"cannot read {text!r} as a time: not a notation read here (YYMMDDhhmm, PERM, "
                      "'9 Aug 2031 09:30', 'DEC 05 12:00 2026', '1200 UTC December 5, 2026', "
                      "'2026年12月3日08时', '09:30')")

@@ -176,6 +176,19 @@ def test_a_circle_footprint_holds_the_whole_circle():
     assert all(z.contains(lat, lon, 10.0, datetime(2031, 3, 4, tzinfo=UTC)) for lat, lon in edge)
 
 
+def test_validity_read_as_a_reader_of_ends_reads_it():
+    """A date-only end had closed the zone at the start of its last day; a year-less 29 February
+    end was 'not a real date' (the next year has one); a floor saying 'at most' had turned 0-120 m
+    into 120 m and up."""
+    assert circle(valid_from_raw="3 December 2026", valid_to_raw="5 December 2026").valid_to \
+        == datetime(2026, 12, 6, tzinfo=UTC)
+    leap = circle(valid_from_raw="2027年12月20日08时", valid_to_raw="2月29日08时", utc_offset_hours=8)
+    assert leap.valid_to == datetime(2028, 2, 29, tzinfo=UTC)
+    for floor in ("真高120米以下", "BELOW 400FT", "up to 400 ft"):
+        with pytest.raises(ValidationError, match="a ceiling, not a floor"):
+            circle(floor=floor, ceiling=None)
+
+
 def test_a_small_circle_is_no_circle_round_a_pole():
     """A ring short of a small radius by float noise was drawn out by as little, 8 times, then
     refused as taking in a pole (30 m at 0.487095N: 2 in 1000 circles of 30 m, 2 in 100 of 5 m)."""

@@ -40,6 +40,13 @@ def test_estimated_end(item_c):
     assert n.valid_to == datetime(2031, 7, 6, 18, 0, tzinfo=timezone.utc)
 
 
+def test_an_item_c_at_2400_is_the_end_of_its_day():
+    """C) 3107062400 had been out of the field's pattern: the model copied item B instead."""
+    assert Notam(**{**BASE, "valid_to_raw": "3107062400"}).valid_to == datetime(2031, 7, 7, tzinfo=timezone.utc)
+    with pytest.raises(ValueError):
+        Notam(**{**BASE, "valid_from_raw": "3107042400"})   # a start at 2400 is the next day's 0000
+
+
 def test_no_item_c():
     n = Notam(**{**BASE, "valid_to_raw": None})
     assert n.valid_to is None and not n.permanent and not n.estimated

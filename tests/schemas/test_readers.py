@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clover_struct.schemas.readers import (coordinate_pieces, read_coordinate, read_limit, read_position,
-                                           read_radius, read_time, read_time_range)
+                                           read_radius, read_time, read_time_range, states_a_maximum)
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
@@ -455,10 +455,30 @@ def test_read_time_checks_the_offset():
         ("9 Aug 2031 09:30 to 11:00", 0, None, utc(2031, 8, 9, 9, 30), utc(2031, 8, 9, 11, 0)),
         ("0700 UTC-1800 UTC", 5, date(2026, 6, 1), utc(2026, 6, 1, 7, 0), utc(2026, 6, 1, 18, 0)),  # no offset -18
         ("0700 GMT-1800", 5, date(2026, 6, 1), utc(2026, 6, 1, 7, 0), utc(2026, 6, 1, 18, 0)),
+        # a sign spaced on both sides separates (it had been read as UTC-10, 'more than one clock')
+        ("0800 UTC - 1000 UTC", 5, date(2026, 6, 1), utc(2026, 6, 1, 8, 0), utc(2026, 6, 1, 10, 0)),
     ],
 )
 def test_read_time_range(text, offset, default, start, end):
     assert read_time_range(text, offset, default=default) == (start, end)
+
+
+def test_a_four_digit_clock_beside_a_year_is_no_year():
+    """'DEC 05 1200 2026' had been read as 20:26 in the year 1200."""
+    for text in ("DEC 05 1200 2026", "5 DEC 1200 2026", "December 5 1200 2026", "DECEMBER 5 2026 1200"):
+        assert read_time(text) == utc(2026, 12, 5, 12, 0), text
+
+
+def test_an_end_that_is_a_date_alone_is_the_end_of_that_day():
+    assert read_time("5 December 2026", end=True) == utc(2026, 12, 6, 0, 0)
+    assert read_time("5 December 2026") == read_time("5 December 2026 0900", end=True) - timedelta(hours=9)
+    assert read_time("2026年12月5日", 8, end=True) == utc(2026, 12, 5, 16, 0)
+
+
+def test_a_limit_that_says_at_most_is_known():
+    assert [states_a_maximum(t) for t in ("真高120米以下", "BELOW 400FT", "up to 1,200 ft above ground",
+                                          "MAX HGT 500FT AGL", "限高120米", "SFC", "2300FT AMSL", "FL100")] \
+        == [True] * 5 + [False] * 3
 
 
 def test_read_time_range_rejects():
