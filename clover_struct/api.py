@@ -44,7 +44,7 @@ from .constraints import compile_canvas
 from .decoder import SCHEDULES, Trace, decode
 from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
 from .patterns import FLOAT_FRACTION_DIGITS
-from .repair import failed_variants, finish
+from .repair import failed_variants, finish, rescore
 from .schema_walk import build_canvas
 from .verbatim import for_text, spans, unwrapped
 from .vocab import letter_tokens
@@ -522,6 +522,7 @@ def _outcome(row, text: str) -> tuple[Any, list[int]]:
     decoded, row.text = list(row.ids), text
     try:
         value = finish(row)
+        rescore(row, decoded)
         row.trace.spans = spans(row)
     except ExtractionError as e:
         value = e

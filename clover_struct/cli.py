@@ -308,7 +308,7 @@ def extract(args) -> int:
                     if low is not None:
                         line["confidence"] = sure = round(low[1], 4)   # what is written is what is compared
                         if args.min_confidence is not None and sure < args.min_confidence:   # kept, beside why
-                            reason = (f"the model's confidence in field `{low[0]}` is {sure:.3f}, below "
+                            reason = (f"the model's confidence in field `{low[0]}` is {sure}, below "
                                       f"--min-confidence {args.min_confidence}")
                     if reason is None:
                         sinks[0].write(line)

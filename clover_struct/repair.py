@@ -462,6 +462,22 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
     return best[2]
 
 
+def rescore(d: Decoded, decoded: list[int]) -> None:
+    """The confidence of each field `finish` changed from `decoded`: its new value's tokens as the
+    model rated them (their mean probability, a token outside its top few below the least of
+    those), so a value taken after the model's first was refused is no surer than the model was."""
+    pad = d.canvas.pad_id
+    for s in d.canvas.slots:
+        seq = d.ids[s.start:s.end]
+        if seq == decoded[s.start:s.end]:
+            continue
+        probs = []
+        for k, t in enumerate(seq[:seq.index(pad) + 1] if pad in seq else seq):
+            ranked, floor = _scores(d, s.start + k)
+            probs.append(math.exp(ranked.get(t, floor)))
+        d.trace.confidence[s.path] = sum(probs) / len(probs)
+
+
 def _scores(d: Decoded, position: int) -> tuple[dict[int, float], float]:
     """The remembered log-probs at a position, and the score of a token not among them."""
     values, ids = d.top.get(position, ([], []))

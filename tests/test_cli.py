@@ -115,8 +115,8 @@ def test_each_record_carries_its_confidence_and_min_confidence_sets_the_unsure_a
     unsure = lines(tmp_path / "sure.errors.jsonl")   # the record kept beside the reason
     assert [{k: r[k] for k in ("source", "record", "confidence")} for r in unsure] == \
         [r for r in kept if r["confidence"] < cuts[2]]
-    assert all(re.search(r"confidence in field `(name|kind)` is 0\.\d{3}, below --min-confidence", r["error"])
-               for r in unsure)
+    assert all(re.search(rf"confidence in field `(name|kind)` is {r['confidence']}, below --min-confidence", r["error"])
+               for r in unsure)   # as written on the line (it had been 3 places: '1.000, below 1.0')
     assert run(*common, "--min-confidence", 2) == 2
 
 

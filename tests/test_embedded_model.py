@@ -282,3 +282,29 @@ def test_a_mended_copy_is_still_a_piece_of_the_text(model):
         if value is not None:
             start, end = trace.spans[path]
             assert text[start:end] == value, (path, value)
+
+
+def test_a_mended_field_s_confidence_is_that_of_its_new_value(model):
+    """The runway the model reads first, refused by a validator, is mended to the other one the
+    text names; the record's confidence had stayed the refused value's (0.95), so
+    --min-confidence could not catch a record built of the model's second choice."""
+    def closure(refused):
+        class Closure(BaseModel):
+            aerodrome: str = Field(pattern=r"^[A-Z]{4}$", json_schema_extra={"verbatim": True})
+            runway: str = Field(pattern=r"^[0-3][0-9][LRC]?$", json_schema_extra={"verbatim": True})
+
+            @field_validator("runway")
+            @classmethod
+            def _open(cls, v):
+                if v in refused:
+                    raise ValueError("that runway is open")
+                return v
+        return Closure
+
+    text = "EGLL RWY 09L CLOSED. TWY A3 NEAR RWY 27R OPEN."
+    first, sure = extract(text, closure(()), model=model, trace=True)
+    mended, doubt = extract(text, closure((first.runway,)), model=model, trace=True)
+    print(first.runway, sure.confidence, mended.runway, doubt.confidence)
+    assert mended.runway != first.runway and mended.runway in text
+    assert doubt.confidence["runway"] < sure.confidence["runway"] / 10
+    assert doubt.confidence["aerodrome"] == sure.confidence["aerodrome"] and doubt.lowest[0] == "runway"
