@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import importlib
 import itertools
 import json
@@ -214,6 +215,38 @@ def _met_before(source: str, astray: dict[str, str], out) -> bool:
     return False
 
 
+def run_settings(args, schema) -> dict:
+    """What decides a run's records, which a --resume must share: the schema (a digest of its
+    JSON Schema), the model, --text-field, --truncate and --min-confidence."""
+    as_json = schema.model_json_schema() if hasattr(schema, "model_json_schema") else schema
+    digest = hashlib.sha256(json.dumps(as_json, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return {"--schema": digest, "--model": str(Path(args.model).resolve()) if args.model
+            else "the embedded clover-mini", "--text-field": args.text_field, "--truncate": args.truncate,
+            "--min-confidence": args.min_confidence}
+
+
+def keep_settings(out: Path, settings: dict, resume: bool) -> None:
+    """The run's settings kept beside OUT (OUT.settings); CliError where a --resume's differ from
+    those OUT was written with (its lines would mix two runs' records)."""
+    path = out.with_name(out.name + ".settings")
+    try:
+        earlier = json.loads(path.read_text()) if resume and path.is_file() else settings
+    except (OSError, ValueError):
+        earlier = settings
+    if changed := [k for k in settings if k in earlier and earlier[k] != settings[k]]:
+        def shown(v) -> str:
+            return "none" if v is None else ("on" if v else "off") if isinstance(v, bool) else str(v)
+        said = ["another --schema" if k == "--schema" else f"{k} {shown(earlier[k])} (this run: {shown(settings[k])})"
+                for k in changed]
+        raise CliError(f"--resume: {out} was written with {', '.join(said)}; resume with the same settings, or "
+                       "write to another -o OUT")
+    try:
+        path.write_text(json.dumps(settings, indent=1) + "\n")
+    except OSError as e:
+        raise CliError(f"-o {out}: cannot write {path.name} beside it ({e.strerror or e}); free some space or give "
+                       "another -o OUT") from e
+
+
 def error_path(out: Path) -> Path:
     return out.with_name(out.stem + ".errors.jsonl") if out.suffix else Path(f"{out}.errors.jsonl")
 
@@ -276,6 +309,8 @@ def extract(args) -> int:
     # OUT and its errors file each locked: `-o x.jsonl` and `-o x.json` share x.errors.jsonl
     with OutputLock(out) if out else contextlib.nullcontext(), OutputLock(err) if err else contextlib.nullcontext(), \
             Stop() as stop, workers as ray_decode:
+        if out is not None:
+            keep_settings(out, run_settings(args, schema), args.resume)
         done, ok = done_sources(out) if args.resume else (set(), 0)
         failed, failed_before = done_sources(err) if args.resume else (set(), 0)
         astray = _astray(done | failed)

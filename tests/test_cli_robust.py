@@ -242,6 +242,21 @@ def test_a_resume_knows_the_records_however_the_inputs_are_spelt(tmp_path, model
     assert run("extract", "next.jsonl", *argv, "--resume") == 0 and len(lines(tmp_path / "out.jsonl")) == 5
 
 
+def test_a_resume_with_other_settings_refuses(tmp_path, model_dir, schema_file, capsys, monkeypatch):
+    """A resume with another schema or --min-confidence had appended records of another run."""
+    feed, out = feed_of(tmp_path / "feed.jsonl", 2), tmp_path / "out.jsonl"
+    argv = ["extract", feed, "--model", model_dir, "-o", out, "--quiet"]
+    assert run(*argv, "--schema", schema_file) == 0
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"type": "object", "properties": {"city": {"enum": ["Rome", "Oslo"]}}}))
+    for changed, said in ((["--schema", other], "another --schema"),
+                          (["--schema", schema_file, "--min-confidence", "0.9"], "--min-confidence none (this run: 0.9)")):
+        assert run(*argv, *changed, "--resume") == 2
+        assert f"{out} was written with {said}; resume with the same settings" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)   # the same schema spelt another way is the same
+    assert run(*argv, "--schema", "zone.schema.json", "--resume") == 0 and len(lines(out)) == 2
+
+
 def test_a_second_run_on_the_same_output_refuses_and_the_lock_goes_with_the_run(tmp_path, model_dir, schema_file,
                                                                                  monkeypatch, capsys):
     feed, out = feed_of(tmp_path / "feed.jsonl", 2), tmp_path / "out.jsonl"
