@@ -175,11 +175,33 @@ class Builder:
     def whole(self, s, path, nullable, tokens, base) -> int:
         """One slot holding the value's whole JSON text (value_regex.py); a oneOf's matches at
         most one of the members a regex tells apart."""
+        if self.marks_verbatim(s, base):
+            raise SchemaError(path, "a verbatim field inside a union of members no key tells apart is not held as "
+                                    "a copy (the union is one pattern): drop verbatim, or make the members models a tag tells apart")
         pattern, told = self.values.slot(s, path, base), self.values.told(s, path, base)
         if nullable:
             pattern = f"null|(?:{pattern})"
         return self.slot(path, "value", tokens or VALUE_TOKENS, pattern=pattern, nullable=nullable,
                          user_budget=tokens is not None, one_of=told + ("null",) * bool(told and nullable))
+
+    def marks_verbatim(self, s, base, seen=None) -> bool:
+        """Whether a schema or any part of it, through its references, marks a field verbatim."""
+        seen = set() if seen is None else seen
+        if isinstance(s, list):
+            return any(self.marks_verbatim(x, base, seen) for x in s)
+        if not isinstance(s, dict):
+            return False
+        if s.get("verbatim") is True:
+            return True
+        if isinstance(ref := s.get("$ref"), str) and (ref, base) not in seen:
+            seen.add((ref, base))
+            try:
+                target, where, _ = self.doc.lookup(ref, base, "")
+            except SchemaError:
+                target = None
+            if target is not None and self.marks_verbatim(target, where, seen):
+                return True
+        return any(self.marks_verbatim(v, base, seen) for k, v in s.items() if k not in ("$defs", "definitions"))
 
     def object(self, s, path, base, skip=None, lead="{", tail="}"):
         """The properties in schema order (the keys always written, then optional ones that fit
@@ -399,6 +421,9 @@ class Builder:
             sub.active, sub.key_groups = list(self.active), False
             sub.enter(refs, vpath)
             sub.object(v, vpath, base)
+            if any(slot.get("verbatim") for slot in sub.slots):
+                raise SchemaError(vpath, "a one_slot union's fields are one pattern, not copies: drop one_slot "
+                                         "(each field then a slot of its own) or verbatim")
             if sub.groups:
                 raise SchemaError(vpath, "a one_slot union needs variants of plain fields: no lists, "
                                          "no nested or optional models")

@@ -854,3 +854,35 @@ def test_a_count_written_as_a_whole_float_is_that_count(toy_tokenizer, rule):
     whole = {k: int(v) if isinstance(v, float) else v for k, v in rule.items()}
     as_int = build_canvas({"type": "object", "properties": {"v": whole}, "required": ["v"]}, toy_tokenizer)
     assert as_float.describe().replace(".0", "") == as_int.describe().replace(".0", "")
+
+
+def test_verbatim_where_a_union_is_one_pattern_is_refused(toy_tokenizer):
+    """A verbatim field in a one_slot union or in a union no key tells apart had been laid out
+    as a free pattern: a value the text lacks, no span, no error."""
+    from typing import Annotated, Literal, Union
+
+    from pydantic import BaseModel, Field
+
+    copied = {"verbatim": True}
+
+    class Rwy(BaseModel):
+        kind: Literal["rwy"]
+        rwy: str = Field(pattern=r"^[0-3][0-9][LRC]?$", json_schema_extra=copied)
+
+    class Twy(BaseModel):
+        kind: Literal["twy"]
+        twy: str = Field(pattern=r"^[A-Z][0-9]?$", json_schema_extra=copied)
+
+    class OneSlot(BaseModel):
+        what: Union[Rwy, Twy] = Field(discriminator="kind", json_schema_extra={"one_slot": True})
+
+    class Untagged(BaseModel):
+        x: Union[Annotated[str, Field(pattern=r"^[0-3][0-9][LRC]?$", json_schema_extra=copied)], int]
+
+    class Tagged(BaseModel):
+        what: Union[Rwy, Twy] = Field(discriminator="kind")
+
+    for schema, why in ((OneSlot, "one_slot union's fields are one pattern"), (Untagged, "drop verbatim")):
+        with pytest.raises(SchemaError, match=why):
+            build_canvas(schema, toy_tokenizer)
+    assert sum(s.verbatim for s in build_canvas(Tagged, toy_tokenizer).slots) == 2
