@@ -47,6 +47,10 @@ def valid_schema(schema):
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as e:
+        if e.validator == "format" and e.validator_value == "regex":   # (pydantic's Rust regex takes \p{L})
+            raise SchemaError(path_of(e.absolute_path), f"{e.instance!r} is no regular expression Python's re reads, "
+                              "which checks every value: write a Unicode property as a class (\\p{L}, a letter: "
+                              "[^\\W\\d_]), a named group as (?P<name>...)") from None
         raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
     return cls
 

@@ -54,3 +54,12 @@ def test_multiple_of_holds_of_the_numbers_as_written():
     checker({"type": "integer", "multipleOf": 3})(9)
     with pytest.raises(SchemaRejects):
         checker({"type": "integer", "multipleOf": 3})(10)
+
+
+def test_a_pattern_python_cannot_read_says_how_to_write_it():
+    """pydantic (Rust's regex) takes \\p{L}; the message had told the user to fix a JSON Schema they never wrote."""
+    from clover_struct.errors import SchemaError
+    from clover_struct.validation import valid_schema
+
+    with pytest.raises(SchemaError, match=r"no regular expression Python's re reads.*\[\^\\W\\d_\]"):
+        valid_schema({"type": "object", "properties": {"name": {"type": "string", "pattern": r"^\p{L}+$"}}})
