@@ -342,6 +342,19 @@ def test_a_truncated_text_ends_on_a_whole_character(toy_byte_tokenizer):
         assert text.startswith(kept) and 0 < len(kept) < len(text) and len(ids) <= 256 - len(canvas.ids), kept[-8:]
 
 
+def test_a_truncated_text_is_tokenized_only_as_far_as_a_context_could_reach(toy_byte_tokenizer, monkeypatch):
+    """A 6 MB text had been tokenized whole, six times (58 s, 2.2 GB) to keep its first tokens."""
+    model = tiny_model(toy_byte_tokenizer, block_size=64, max_position_embeddings=256)
+    canvas = api.lay_out(Zone, model)
+    text = "a zone of 2 km " * 200_000
+    whole = api.fit_prompt(model, text[:20_000], canvas, truncate=True)
+    seen, encode = [], toy_byte_tokenizer.encode
+    monkeypatch.setattr(toy_byte_tokenizer, "encode", lambda t: seen.append(len(t)) or encode(t))
+    assert api.fit_prompt(model, text, canvas, truncate=True) == whole
+    longest = max(map(len, toy_byte_tokenizer.vocabulary_map()))
+    assert max(seen) < 256 * longest + 1000, max(seen)
+
+
 class Strict(BaseModel):
     name: str = Field(max_length=6)
 
