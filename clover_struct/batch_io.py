@@ -103,7 +103,9 @@ def records(paths, text_field: str, truncate: bool = False):
                 continue
             if json_lines(path):
                 with open(path, "rb") as f:
-                    if f.read(2) in (b"\xff\xfe", b"\xfe\xff"):
+                    head = f.read(4096)   # UTF-16 with its byte order mark, or without
+                    bare = b"\0" in head and _utf16_order(head[:len(head) & ~1])
+                    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or bare:
                         yield str(path), None, "JSON lines in UTF-16: convert the file to UTF-8 (iconv -t UTF-8)"
                         continue
                     f.seek(0)
@@ -125,7 +127,24 @@ def records(paths, text_field: str, truncate: bool = False):
         except OSError as e:
             yield str(path), None, f"cannot read it: {e.strerror or e}"
             continue
-        yield (str(path), *_file_text(data))
+        text, why = _file_text(data)
+        if text is not None and (kind := _many_records(path, text)):
+            text, why = None, (f"{kind} holds many records, which are not split here: write them as JSON lines "
+                               "(.jsonl, an object a line, the text under --text-field)")
+        yield str(path), text, why
+
+
+def _many_records(path: Path, text: str) -> str | None:
+    """"a CSV file" or "a JSON array" where a file named as one text is a table of records."""
+    if path.suffix.lower() in (".csv", ".tsv"):
+        return "a CSV file"
+    if path.suffix.lower() == ".json" and text.lstrip().startswith("["):
+        try:
+            rows = json.loads(text)
+        except ValueError:
+            return None
+        return "a JSON array" if rows and all(isinstance(r, dict) for r in rows) else None
+    return None
 
 
 def json_lines(path: Path) -> bool:

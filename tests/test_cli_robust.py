@@ -87,6 +87,7 @@ def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, 
     (d / "upper.NDJSON").write_text('{"text": "zone upper"}\n')
     (d / "marked.jsonl").write_bytes(b'\xef\xbb\xbf{"text": "zone marked"}\n')   # Notepad's UTF-8 mark
     (d / "bare16.txt").write_bytes("zone délta".encode("utf-16-le"))   # UTF-16 without its mark
+    (d / "bare16.jsonl").write_bytes('{"text": "zone"}\n{"text": "x"}\n'.encode("utf-16-le"))   # (a NUL row a line)
     os.mkfifo(d / "pipe.txt")
     name = os.fsdecode(b"caf\xe9.txt")   # a file name that is not UTF-8
     (d / name).write_text("zone cafe")
@@ -96,14 +97,20 @@ def test_inputs_of_every_kind_are_a_record_or_an_error_row(tmp_path, model_dir, 
     errors = {e["source"].removeprefix(str(d) + "/"): e["error"] for e in lines(tmp_path / "out.errors.jsonl")}
     assert got == {"utf16.txt", "bom.txt", "lines.jsonl:1", "lines.jsonl:4", "upper.NDJSON:1", "marked.jsonl:1", name}
     assert set(errors) == {"huge.txt", "latin1.txt", "nul.md", "deep.jsonl:1", "lines.jsonl:2", "lines.jsonl:3",
-                           "pipe.txt", "wide.jsonl", "bare16.txt"}
+                           "pipe.txt", "wide.jsonl", "bare16.txt", "bare16.jsonl"}
     for source, words in {"huge.txt": "not read", "latin1.txt": "not UTF-8", "nul.md": "NUL", "pipe.txt": "regular file",
                           "deep.jsonl:1": "invalid JSON", "lines.jsonl:2": "split it",
                           "lines.jsonl:3": "lone surrogate", "wide.jsonl": "convert the file to UTF-8",
+                          "bare16.jsonl": "convert the file to UTF-8",
                           "bare16.txt": "iconv -f UTF-16LE"}.items():
         assert words in errors[source], (source, errors[source])
     assert run("extract", d, "--schema", schema_file, "--model", model_dir, "-o", out, "--resume") == 1
-    assert len(lines(out)) == 7 and len(lines(tmp_path / "out.errors.jsonl")) == 9   # the odd name read back too
+    assert len(lines(out)) == 7 and len(lines(tmp_path / "out.errors.jsonl")) == 10   # the odd name read back too
+    (tmp_path / "rows.csv").write_text("id,text\n1,zone one\n2,zone two\n")   # tables named as one text each:
+    (tmp_path / "rows.json").write_text('[{"text": "zone one"}, {"text": "zone two"}]')   # had been one record
+    assert run("extract", tmp_path / "rows.csv", tmp_path / "rows.json", "--schema", schema_file, "--model", model_dir,
+               "-o", tmp_path / "t.jsonl", "--quiet") == 1
+    assert [e["error"].split(" holds")[0] for e in lines(tmp_path / "t.errors.jsonl")] == ["a CSV file", "a JSON array"]
 
 
 def test_folders_links_and_encodings_each_give_a_record_or_a_row_that_says_why(tmp_path, model_dir, schema_file,
