@@ -91,17 +91,29 @@ def read_time_range(text: str, utc_offset_hours: float = 0,
                 readings.append((start, None))
                 continue
             end, has_date, has_clock = _read_local(right, start, right)
+            if not has_clock or (not has_date and end <= start):  # end of that day; overnight window
+                end = shifted(end, timedelta(days=1), right)
+            if end < start and has_date and not _states_a_year(right):   # 12月31日22时至1月1日02时
+                end = _read_local(right, start.replace(year=start.year + 1), right)[0]
+            if end < start:
+                raise ValueError("it ends before it starts")
         except ValueError as e:
             problem = str(e)
             continue
-        if not has_clock or (not has_date and end <= start):  # end of that day; overnight window
-            end = shifted(end, timedelta(days=1), right)
         readings.append((start, end))
     if len(readings) != 1:
         why = problem if not readings else f"it splits {len(readings)} ways"
         raise ValueError(f"cannot read {text!r} as a time range: {why}")
     start, end = readings[0]
     return _utc(start, offset, text), None if end is None else _utc(end, offset, text)
+
+
+def _states_a_year(piece: str) -> bool:
+    try:
+        _read_local(piece, None, piece)
+    except ValueError as e:
+        return "pass `default`" not in str(e)
+    return True
 
 
 def _normal(text: str) -> str:

@@ -457,6 +457,8 @@ def test_read_time_checks_the_offset():
         ("0700 GMT-1800", 5, date(2026, 6, 1), utc(2026, 6, 1, 7, 0), utc(2026, 6, 1, 18, 0)),
         # a sign spaced on both sides separates (it had been read as UTC-10, 'more than one clock')
         ("0800 UTC - 1000 UTC", 5, date(2026, 6, 1), utc(2026, 6, 1, 8, 0), utc(2026, 6, 1, 10, 0)),
+        # an end with no year past New Year (it had ended a year before it began)
+        ("2026年12月31日22时至1月1日02时", 8, None, utc(2026, 12, 31, 14, 0), utc(2026, 12, 31, 18, 0)),
     ],
 )
 def test_read_time_range(text, offset, default, start, end):
@@ -484,6 +486,9 @@ def test_a_limit_that_says_at_most_is_known():
 def test_read_time_range_rejects():
     with pytest.raises(ValueError, match="time range: cannot read '0700' as a time: it states no date"):
         read_time_range("0700-2000")
+    for backwards in ("2606011800-2606010700", "2026年12月3日8时至2026年12月2日18时"):
+        with pytest.raises(ValueError, match="as a time range: it ends before it starts"):
+            read_time_range(backwards)
     with pytest.raises(ValueError, match="no separator"):
         read_time_range("2606010700")
     with pytest.raises(ValueError, match="time range"):
