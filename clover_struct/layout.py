@@ -97,8 +97,9 @@ class Check:
 
 def _valid_date(text: str, fmt: str) -> bool:
     parse = datetime.date.fromisoformat if fmt == "date" else datetime.datetime.fromisoformat
+    text = text.upper().replace("Z", "+00:00")   # (t and z as RFC 3339 allows; fractions as Python 3.10 reads)
     try:
-        parse(text.replace("Z", "+00:00"))
+        parse(re.sub(r"\.([0-9]+)", lambda m: "." + f"{m[1]:0<6}"[:6], text))
         return True
     except ValueError:
         return False

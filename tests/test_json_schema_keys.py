@@ -840,6 +840,7 @@ def test_a_format_s_grammar_takes_the_forms_its_check_takes(toy_tokenizer, fmt):
     check = jsonschema.Draft202012Validator.FORMAT_CHECKER.conforms
     good, bad = FORMAT_FORMS[fmt]
     assert [bool(re.fullmatch(slot.pattern, v)) for v in good + bad] == [True] * len(good) + [False] * len(bad)
+    assert not [(v, c) for v in good for c in slot.checks if c.violation(v)]   # the slot's date check agrees
     unchecked = fmt.startswith("iri")   # (rfc3987, its checker, is GPL: not a dependency)
     assert all(check(v, fmt) for v in good) and (unchecked or not any(check(v, fmt) for v in bad))
 
