@@ -177,7 +177,8 @@ class Builder:
         most one of the members a regex tells apart."""
         if self.marks_verbatim(s, base):
             raise SchemaError(path, "a verbatim field inside a union of members no key tells apart is not held as "
-                                    "a copy (the union is one pattern): drop verbatim, or make the members models a tag tells apart")
+                                    "a copy (the union is one pattern): drop verbatim, or make the members "
+                                    "models a tag tells apart")
         pattern, told = self.values.slot(s, path, base), self.values.told(s, path, base)
         if nullable:
             pattern = f"null|(?:{pattern})"

@@ -257,7 +257,8 @@ def test_a_resume_with_other_settings_refuses(tmp_path, model_dir, schema_file, 
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"type": "object", "properties": {"city": {"enum": ["Rome", "Oslo"]}}}))
     for changed, said in ((["--schema", other], "another --schema"),
-                          (["--schema", schema_file, "--min-confidence", "0.9"], "--min-confidence none (this run: 0.9)")):
+                          (["--schema", schema_file, "--min-confidence", "0.9"],
+                           "--min-confidence none (this run: 0.9)")):
         assert run(*argv, *changed, "--resume") == 2
         assert f"{out} was written with {said}; resume with the same settings" in capsys.readouterr().err
     monkeypatch.chdir(tmp_path)   # the same schema spelt another way is the same

@@ -847,7 +847,8 @@ def test_a_format_s_grammar_takes_the_forms_its_check_takes(toy_tokenizer, fmt):
 
 @pytest.mark.parametrize("rule", [{"type": "string", "minLength": 2.0, "maxLength": 3.0},
                                   {"type": "array", "items": {"type": "integer"}, "maxItems": 2.0},
-                                  {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 1.0}])
+                                  {"type": "object", "additionalProperties": {"type": "integer"},
+                                   "maxProperties": 1.0}])
 def test_a_count_written_as_a_whole_float_is_that_count(toy_tokenizer, rule):
     """maxLength 3.0 is an integer to the metaschema; it had been 'a bug in clover-struct'
     (a float multiplying a list) and minLength 2.0 an IndexError."""

@@ -183,7 +183,7 @@ def _read_local(s: str, default: datetime | None, text: str) -> tuple[datetime, 
         return _build(year, month, day, hour, minute, default, text)
     s = re.sub(r"(?<=\d)(?:ST|ND|RD|TH)\b", "", s.replace(",", " "))
     s = re.sub(r"\s+", " ", re.sub(r"\b(?:AT|ON)\b", " ", s)).strip()
-    readings = [dict(zip(order, m.groups())) | {"order": order} for pattern, order in _FORMS if (m := pattern.fullmatch(s))]
+    readings = [dict(zip(order, m.groups()), order=order) for pattern, order in _FORMS if (m := pattern.fullmatch(s))]
     # 'DEC 05 1200 2026': a clock and a year both four digits; the year is the one that is a year now
     parts = next((r for r in readings if 1900 <= int(r.get("y") or 2000) < 2200), readings[0] if readings else None)
     if parts is not None:

@@ -275,7 +275,8 @@ def test_read_radius(text, metres):
 
 @pytest.mark.parametrize(
     "text, match",
-    [("", "number and a unit"), ("5", "number and a unit"), ("0NM", "at least a metre"), ("0.001 m", "at least a metre"), ("-5NM", "number and a unit"),
+    [("", "number and a unit"), ("5", "number and a unit"), ("0NM", "at least a metre"),
+     ("0.001 m", "at least a metre"), ("-5NM", "number and a unit"),
      ("3 miles", "statute or nautical"), ("FL100", "number and a unit"), ("5NM AGL", "number and a unit")],
 )
 def test_read_radius_rejects(text, match):
