@@ -55,7 +55,10 @@ def model_schema(model) -> dict:
         raise SchemaError(_without_schema(model), f"its type has no JSON Schema, so no value of it can be written "
                                                   f"({e.message}); give it a type that has one, or leave it out "
                                                   "of the model") from None
-    laid_out = schema.get("properties", {})
+    top = schema
+    if isinstance(ref := schema.get("$ref"), str) and ref.startswith("#/$defs/"):   # a recursive model: its own def
+        top = schema.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
+    laid_out = top.get("properties", {})
     for name, field in model.model_fields.items() if not issubclass(model, RootModel) else ():
         if field.is_required() and not any(key in laid_out for key in _read_as(model, name, field)):
             raise SchemaError(name, "pydantic reads this required field from a key its JSON Schema does not give "

@@ -648,6 +648,12 @@ def test_a_model_is_laid_out_by_the_schema_pydantic_validates_with_or_refused_by
 
     assert [s.path for s in build_canvas(Output, toy_tokenizer).slots] == ["w"]
 
+    class Tree(BaseModel):   # a recursive model's schema is a $ref to its own def (it had been refused)
+        name: str
+        children: list["Tree"] = []
+
+    assert build_canvas(Tree, toy_tokenizer).slots[0].path == "name"
+
 
 def test_a_unions_digits_are_counted_only_among_scalars(toy_tokenizer):
     """Beside an object's or a list's regex a counted integer took outlines-core 30 s to index
