@@ -9,6 +9,8 @@ the record.
 
 from __future__ import annotations
 
+from enum import Enum
+
 from pydantic import RootModel
 from pydantic.json_schema import GenerateJsonSchema
 
@@ -27,6 +29,16 @@ class _Rules(GenerateJsonSchema):
     def datetime_schema(self, schema):
         out, tz = super().datetime_schema(schema), schema.get("tz_constraint")
         return out if tz is None else {**out, "format": f"date-time-{'naive' if tz == 'naive' else 'aware'}"}
+
+    def literal_schema(self, schema):
+        """SchemaError for a member of a plain Enum (not a str or int one): pydantic reads it from
+        no JSON value, so no record could hold it."""
+        if member := next((v for v in schema["expected"] if isinstance(v, Enum) and not isinstance(v, (str, int))),
+                          None):
+            raise _NoJsonValue(f"Literal[{type(member).__name__}.{member.name}]: pydantic reads a plain Enum's member "
+                               f"from no JSON value, so no record could hold it; make {type(member).__name__} a "
+                               "str or int Enum (class Kind(str, Enum), StrEnum)")
+        return super().literal_schema(schema)
 
     def url_schema(self, schema):
         out, schemes = super().url_schema(schema), schema.get("allowed_schemes")
@@ -55,6 +67,8 @@ def model_schema(model) -> dict:
         raise SchemaError(_without_schema(model), f"its type has no JSON Schema, so no value of it can be written "
                                                   f"({e.message}); give it a type that has one, or leave it out "
                                                   "of the model") from None
+    except _NoJsonValue as e:
+        raise SchemaError(_without_schema(model), str(e)) from None
     top = schema
     if isinstance(ref := schema.get("$ref"), str) and ref.startswith("#/$defs/"):   # a recursive model: its own def
         top = schema.get("$defs", {}).get(ref.removeprefix("#/$defs/"), {})
@@ -75,15 +89,19 @@ def _read_as(model, name, field) -> list[str]:
     return keys + [name] * (alias is None or bool(by_name))
 
 
+class _NoJsonValue(Exception):
+    """A type whose values pydantic reads from no JSON value."""
+
+
 def _without_schema(model) -> str:
-    """The first field of `model` whose type has no JSON Schema ("" where it is deeper)."""
+    """The first field of `model` whose type has no JSON Schema, or a value none ("" where it is deeper)."""
     from pydantic import TypeAdapter
     from pydantic.errors import PydanticInvalidForJsonSchema
 
     for name, field in model.model_fields.items():
         try:
-            TypeAdapter(field.annotation).json_schema()
-        except PydanticInvalidForJsonSchema:
+            TypeAdapter(field.annotation).json_schema(schema_generator=_Rules)
+        except (PydanticInvalidForJsonSchema, _NoJsonValue):
             return name
         except Exception:   # (a type TypeAdapter cannot take alone: not this one)
             continue

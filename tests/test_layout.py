@@ -632,8 +632,15 @@ def test_a_model_is_laid_out_by_the_schema_pydantic_validates_with_or_refused_by
     class Zero(BaseModel):
         a: int = Field(multiple_of=0)
 
+    class Kind(enum.Enum):   # a plain Enum: pydantic reads Literal[Kind.CAT] from no JSON value (every record had failed)
+        CAT = "cat"
+
+    class Tagged(BaseModel):
+        kind: Literal[Kind.CAT]
+
     for model, path, words in ((Hooked, "hook", "no JSON Schema"), (ByPath, "z", "AliasPath"),
-                               (Skipped, "b", "SkipJsonSchema"), (Zero, "properties.a.multipleOf", "not a valid")):
+                               (Skipped, "b", "SkipJsonSchema"), (Zero, "properties.a.multipleOf", "not a valid"),
+                               (Tagged, "kind", r"make Kind a str or int Enum")):
         with pytest.raises(SchemaError, match=words) as e:
             build_canvas(model, toy_tokenizer)
         assert e.value.path == path
