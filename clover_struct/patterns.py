@@ -489,7 +489,11 @@ _PYTHON_ONLY = ((re.compile(r"\(\?[imsux]*[aL][aiLmsux]*\)"), "an inline flag (?
                 (re.compile(r"\(\?#"), "a comment (?#...): leave it out"),
                 (re.compile(r"\(\?>"), "an atomic group (?>...): write a plain group (?:...)"),
                 (re.compile(r"\(\?P="), "a named back-reference (?P=name): no grammar holds one; leave it out"),
-                (re.compile(r"(?<!\\)\{,\d+\}"), "a count {,n}: write {0,n}"))
+                (re.compile(r"(?<!\\)\{,\d+\}"), "a count {,n}: write {0,n}"),
+                (re.compile(r"\[:\^?[a-z]+:\]"), "a POSIX class [[:upper:]], which Python and JSON Schema read as "
+                                                  "its letters: write a class such as [A-Z]"),
+                (re.compile(r"(?<!\\)\[[^\]]*(?:&&|--|~~)"), "a class set operation (&&, --, ~~), which Python "
+                                                              "reads as those characters: write the class out"))
 
 
 def content_pattern(pattern: str, path: str, quoted: bool = False) -> str:

@@ -702,7 +702,8 @@ def test_patterns_of_anchored_branches_and_escaped_angles_are_held_exactly(toy_t
 
 
 @pytest.mark.parametrize("pattern, fix", [("(?a)^[a-z]{3}$", "inline flag"), (r"^abc\Z", "anchor it with"),
-                                          ("^[a-z]{,5}$", "write {0,n}"), ("^a(?#note)$", "comment")])
+                                          ("^[a-z]{,5}$", "write {0,n}"), ("^a(?#note)$", "comment"),
+                                          ("^[[:upper:]]{2}$", "POSIX class"), ("^[a-z&&[^x]]$", "set operation")])
 def test_what_python_reads_in_a_pattern_and_no_grammar_does_is_named(toy_tokenizer, pattern, fix):
     schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}, "required": ["v"]}
     with pytest.raises(SchemaError, match=fix) as e:
