@@ -413,6 +413,13 @@ def _as_json(value):
     return to_jsonable_python(value)
 
 
+def _holds(slot, value, text: str) -> bool:
+    """Whether a slot's grammar holds `value` (written `text`) but for its budget of tokens."""
+    most = slot.length[1] if slot.length else None
+    return slot.pattern is not None and all(re.fullmatch(p, text) for p in (slot.pattern, slot.also) if p) \
+        and not (isinstance(value, str) and most is not None and len(value) > most)
+
+
 def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
     """The token ids that write a known `value` in `slot`, exactly; UsageError saying why not. A
     value of a Python type JSON holds as text or a number (a date, a UUID, a Decimal) is that JSON."""
@@ -423,7 +430,7 @@ def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
         raise UsageError(f"known: {value!r} cannot be written in field `{path}` ({type(e).__name__}: {e}); "
                          "give a value of the field's type") from None
     if not automaton.accepts(ids):
-        longer = len(ids) > slot.budget
+        longer = len(ids) > slot.budget and _holds(slot, value, text)
         raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
                          "constraint allows (clover-struct schema SPEC prints them)" if not longer else
                          f"known: {value!r} takes {len(ids)} tokens, more than the {slot.budget} of field `{path}`; "

@@ -203,6 +203,10 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
     assert (got.offset, got.city) == (8.0, "北京市")
     with pytest.raises(UsageError, match="takes .* tokens, more than the 24 of field `note`; raise its budget"):
         extract("Call back.", Offsets, model=embedded, known={"note": "please call the customer back tomorrow morning before 9"})
+    floor = {"type": "object", "properties": {"floor": {"type": "integer", "minimum": 0, "maximum": 99}}}
+    for value in (150, "12"):   # no value the field holds, whatever its budget (it had been told to raise it)
+        with pytest.raises(UsageError, match=f"known: {value!r} is not a value field `floor` can hold"):
+            extract("floor 12", floor, model=embedded, known={"floor": value})
 
 
 def test_decide_takes_known_paths_and_enum_values(model):
