@@ -35,7 +35,8 @@ SAFE = r'[^"\\\x00-\x1f]'                       # a character JSON holds unescap
 CHAR = r'(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])'    # a character of JSON string content
 _DATE = (r"[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
          r"|02-(?:0[1-9]|1[0-9]|2[0-9]))")   # leap years and year 0000: a format check
-_CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"   # fractions: the slot's budget bounds them
+_CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_FRACTION = r"(?:\.[0-9]+)?"   # of a second, in a JSON Schema's times: the slot's budget bounds it
 _OFFSET = r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 _HEX = "[0-9a-fA-F]"
 _N = "[0-9]{1,4}"
@@ -80,23 +81,24 @@ _NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NE
 # format -> (content regex, longest text): JSON Schema's formats and, for pydantic models, pydantic's
 # own as it validates them (UUID4: its version and RFC 4122's variant; IPvAnyAddress; a network,
 # whose zero host bits are the final check's; AwareDatetime: model_schema.py). Pydantic's
-# date-time and time may omit the offset (it reads both); JSON Schema's (RFC 3339) carry one:
-# STRICT_FORMATS, for JSON Schemas.
+# date-time and time may omit the offset (it reads both); JSON Schema's (RFC 3339) carry one, may
+# hold a second's fraction and a lower-case t and z: STRICT_FORMATS, for JSON Schemas. (A model's
+# times are laid out as the shipped model was trained on them: whole seconds.)
 _STANDARD = {"date": (_DATE, 10), "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80),
              "hostname": (_HOST, 120), "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120),
              "uri-reference": (_URI_REFERENCE, 120), "iri": (_IRI, 120),
              "iri-reference": (_IRI_REFERENCE, 120), "idn-hostname": (_IDN_HOST, 120),
              "idn-email": (_IDN_EMAIL, 80), "json-pointer": (_POINTER, 120),
              "relative-json-pointer": (f"(?:0|[1-9][0-9]*)(?:#|{_POINTER})", 120)}
-FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 24), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 35),
-           "date-time-aware": (f"{_DATE}T{_CLOCK}{_OFFSET}", 35), "date-time-naive": (f"{_DATE}T{_CLOCK}", 29),
+FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 25),
+           "date-time-aware": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25), "date-time-naive": (f"{_DATE}T{_CLOCK}", 19),
            "ipvanyaddress": (f"{_IPV4}|{_IPV6}", 39),
            **{f"{v}{kind}": net for v, net in _NETWORKS.items() for kind in ("network", "interface")},
            **{f"uuid{v}": (f"{_HEX}{{8}}-{_HEX}{{4}}-{v}{_HEX}{{3}}-[89abAB]{_HEX}{{3}}-{_HEX}{{12}}", 36)
               for v in (1, 3, 4, 5, 6, 7, 8)}}
 _LOWER_OFFSET = _OFFSET.replace("Z", "[Zz]")   # RFC 3339 5.6: t and z may be lower case
-STRICT_FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_LOWER_OFFSET}", 24),
-                  "date-time": (f"{_DATE}[Tt]{_CLOCK}{_LOWER_OFFSET}", 35)}
+STRICT_FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_FRACTION}{_LOWER_OFFSET}", 24),
+                  "date-time": (f"{_DATE}[Tt]{_CLOCK}{_FRACTION}{_LOWER_OFFSET}", 35)}
 NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
 CALENDAR_FORMATS = ("date", "date-time", "date-time-aware", "date-time-naive")   # a real date: a check
 
