@@ -645,7 +645,8 @@ def _check_order(slots: list[dict], blocks: tuple[int, ...]) -> None:
             other = at.get(s.get(key))
             if s.get(key) and not (other and other.get("verbatim")):
                 raise SchemaError(s["path"], f"{name} names {s[key]!r}, which is no verbatim str field "
-                                             "beside this one: name a sibling marked verbatim")
+                                             "beside this one: name a sibling marked verbatim, by its JSON name "
+                                             "(its alias where it has one)")
             if other and (other.get("before") or other.get("beside")
                           or bisect.bisect(blocks, other["start"]) > bisect.bisect(blocks, s["start"])):
                 raise SchemaError(s["path"], f"{name} {s[key]!r}: that field is decoded after this one or "
