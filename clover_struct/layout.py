@@ -254,8 +254,12 @@ def model_validated(model, data: Any, text: str | None = None):
     except ValidationError:
         raise
     except Exception as e:
-        raise ExtractionError("", f"{model.__name__}'s validation raised {type(e).__name__}: {e}; a validator "
+        raise ValidatorFailed("", f"{model.__name__}'s validation raised {type(e).__name__}: {e}; a validator "
                                   "rejects a value with ValueError or AssertionError") from e
+
+
+class ValidatorFailed(ExtractionError):
+    """A model's validator failing with another exception than a refusal: its code's, no value's."""
 
 
 @dataclass(frozen=True, eq=False)

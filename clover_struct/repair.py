@@ -29,7 +29,7 @@ import numpy as np
 
 from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
-from .layout import tagged
+from .layout import ValidatorFailed, tagged
 from .validation import path_of
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
@@ -147,6 +147,8 @@ def finish(d: Decoded) -> Any:
                         continue
                     raise error from None
                 part = _failing_part(canvas, d.ids, e.path) if canvas.model is None else None
+                if isinstance(e, ValidatorFailed):   # the model's code failing: no advice on the text
+                    raise e from None
                 if part is None and i is None:   # a check across fields
                     raise ExtractionError(e.path, f"{e.reason}, and no single change the model rated likely "
                                                   "passes; the text may not state what it checks: make the fields "

@@ -372,6 +372,7 @@ def test_a_validator_that_raises_another_error_is_the_records_error_naming_it(mo
     with pytest.raises(ExtractionError, match="Strict's validation raised TypeError: before boom") as e:
         extract("a name", Strict, model=model)
     assert not isinstance(e.value, InternalError)
+    assert "the text may not state" not in str(e.value)   # the model's code failing: no advice on the text
 
 
 def test_a_pattern_the_grammar_holds_loosely_is_named_when_no_value_passes(model):
