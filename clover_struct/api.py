@@ -435,6 +435,9 @@ def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
                          "constraint allows (clover-struct schema SPEC prints them)" if not longer else
                          f"known: {value!r} takes {len(ids)} tokens, more than the {slot.budget} of field `{path}`; "
                          "raise its budget with max_tokens (json_schema_extra={'max_tokens': N})")
+    if broken := [why for check in slot.checks if (why := check.violation(slot.value(text)))]:   # (no grammar's)
+        raise UsageError(f"known: {value!r} is not a value field `{path}` can hold ({broken[0]}); give one its "
+                         "constraint allows (clover-struct schema SPEC prints them)")
     if isinstance(value, float) and slot.value(text) != value:
         raise UsageError(f"known: field `{path}` writes {value!r} as {text} (numbers keep at most "
                          f"{FLOAT_FRACTION_DIGITS} decimals); give the value as it is written")

@@ -4,6 +4,7 @@ from several threads on one model give what sequential calls give."""
 
 import json
 import threading
+from decimal import Decimal
 from typing import Literal, Optional, Union
 
 import pytest
@@ -207,6 +208,12 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
     for value in (150, "12"):   # no value the field holds, whatever its budget (it had been told to raise it)
         with pytest.raises(UsageError, match=f"known: {value!r} is not a value field `floor` can hold"):
             extract("floor 12", floor, model=embedded, known={"floor": value})
+
+    class Price(BaseModel):   # a bound no grammar holds (max_digits: below 10): a UsageError, as the grammar's
+        x: Decimal = Field(max_digits=3, decimal_places=2)
+
+    with pytest.raises(UsageError, match=r"known: 12.5 is not a value field `x` can hold \(12.5 breaks lt 10\)"):
+        extract("x is 1", Price, model=embedded, known={"x": Decimal("12.5")})
 
 
 def test_decide_takes_known_paths_and_enum_values(model):
