@@ -301,9 +301,8 @@ def fit_prompt(model, text, canvas, truncate: bool = False) -> tuple[list[int], 
         raise ExtractionError("", f"the text holds a lone surrogate ({text[e.start]!r} at {e.start}), which no "
                                   "encoding can write; decode its bytes with errors='replace'") from None
     tok, room = model.tokenizer, model.config.max_position_embeddings - len(canvas.ids)
-    if truncate and hasattr(tok, "vocabulary_map"):   # what no context holds is not tokenized (6 MB: a minute)
-        longest = max(map(len, tok.vocabulary_map()), default=1)   # bytes of its longest token, >= its letters
-        text = text[:(room + 16) * longest]
+    if truncate and hasattr(tok, "longest_token"):   # what no context holds is not tokenized (6 MB: a minute)
+        text = text[:(room + 16) * tok.longest_token]
     ids = prompt_ids(tok, text, canvas)
     if len(ids) <= room:
         return ids, text

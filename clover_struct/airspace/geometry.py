@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Optional
@@ -104,8 +105,7 @@ def checked(vols: list[Volume]) -> list[Volume]:
         kinds = sorted({type(v).__name__ for v in vols}) if isinstance(vols, (list, tuple)) else [type(vols).__name__]
         raise UsageError(f"give the zones' volumes, a list of Volume, not {', '.join(kinds)}: volumes([(id, zone), "
                          "...]) makes them of NoFlyZone records")
-    if len({v.id for v in vols}) < len(vols):
-        twice = sorted({str(v.id) for v in vols if sum(w.id == v.id for w in vols) > 1})
+    if twice := sorted(str(i) for i, n in Counter(v.id for v in vols).items() if n > 1):
         raise UsageError(f"volume ids {', '.join(twice)} are given twice: each zone needs an id of its own")
     return vols
 

@@ -7,6 +7,7 @@ schemas; it only says which ids are special so callers can keep them out.
 
 from __future__ import annotations
 
+import functools
 import json
 from functools import cache
 from pathlib import Path
@@ -158,6 +159,11 @@ class Tokenizer:
             out.pop(b"", None)
             self._vocabulary = out
         return self._vocabulary
+
+    @functools.cached_property
+    def longest_token(self) -> int:
+        """Bytes of the longest token (no fewer than the letters it spells)."""
+        return max(map(len, self.vocabulary_map()), default=1)
 
     def outlines_vocabulary(self, eos_id: int):
         """An outlines_core.Vocabulary whose end token is `eos_id` (for slots: the pad id)."""
