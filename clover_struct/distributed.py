@@ -71,12 +71,14 @@ def decode_batch(texts: list, schema, model, batch_size: int, truncate: bool = F
 
 
 def outcome(result: tuple) -> tuple:
-    """(record as JSON data, None, (field, confidence) of its least sure field or None), or
-    (None, why it failed, None), for one (value, trace) of extract_many(trace=True)."""
+    """(record as JSON data, None, (field, confidence) of its least sure field), or (None, why it
+    failed, None), for one (value, trace) of extract_many(trace=True). A record the model chose
+    nothing in (a schema without fields) is certain: ("", 1.0)."""
     value, trace = result
     if isinstance(value, CloverError):
         return None, value.reason if isinstance(value, ExtractionError) and value.path == "" else str(value), None
-    return (value.model_dump(mode="json", by_alias=True) if hasattr(value, "model_dump") else value), None, trace.lowest
+    record = value.model_dump(mode="json", by_alias=True) if hasattr(value, "model_dump") else value
+    return record, None, trace.lowest or ("", 1.0)
 
 
 def _rebuild(cls, args):

@@ -120,6 +120,17 @@ def test_each_record_carries_its_confidence_and_min_confidence_sets_the_unsure_a
     assert run(*common, "--min-confidence", 2) == 2
 
 
+def test_a_record_with_no_fields_is_certain(tmp_path, model_dir):
+    """A schema without fields gives records the model chose nothing in: confidence 1.0 (the line
+    had carried none, and --min-confidence had nothing to compare)."""
+    schema = tmp_path / "empty.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {}, "additionalProperties": False}))
+    (tmp_path / "a.txt").write_text("anything at all")
+    assert run("extract", tmp_path / "a.txt", "--schema", schema, "--model", model_dir, "--quiet",
+               "-o", tmp_path / "out.jsonl", "--min-confidence", 1) == 0
+    assert lines(tmp_path / "out.jsonl") == [{"source": str(tmp_path / "a.txt"), "record": {}, "confidence": 1.0}]
+
+
 def test_stdout_json_summary_and_a_pydantic_class(tmp_path, model_dir, monkeypatch, capsys):
     (tmp_path / "zonemod.py").write_text(PYDANTIC)
     monkeypatch.syspath_prepend(str(tmp_path))

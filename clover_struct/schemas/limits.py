@@ -3,7 +3,7 @@
 Radii: ``0.2NM``, ``5 NM``, ``2KM``, ``500M``, ``1000 FT``, ``半径500米``, ``半径2公里``,
 ``radius of 3 kilometres``, ``1NM RADIUS``. Vertical limits: ``SFC``/``GND``/``地面``
 (0 m AGL), ``UNL`` (unlimited), flight levels ``FL100``/``FL 245`` (STD, 100 ft each),
-``2300FT AMSL``, ``500 FT MSL``, ``1200M AMSL``, ``400ft AGL``, ``up to 1,200 ft above
+``2300FT AMSL``, ``500 FT MSL``, ``1.200 FT AMSL`` (a thousands separator), ``1200M AMSL``, ``400ft AGL``, ``up to 1,200 ft above
 ground``, ``MAX HGT 500FT AGL``, ``真高120米以下`` (AGL), ``海拔1200米`` (AMSL), ``120米``.
 Lowercase, full-width characters and line breaks inside a piece are accepted.
 Knows nothing of schemas, models or which item of a notice a piece came from.
@@ -97,7 +97,15 @@ def read_limit(text: str, default_ref: str | None = None) -> tuple[float | None,
         if ref is not None and _REF_AFTER[m[3]] != ref:
             raise ValueError(f"cannot read {text!r} as a vertical limit: two different references")
         ref = _REF_AFTER[m[3]]
-    return _amount(m[1]) * _UNIT[m[2]], ref or default_ref
+    return _height(m[1]) * _UNIT[m[2]], ref or default_ref
+
+
+def _height(digits: str) -> float:
+    """A height's amount; '1.200' is a thousands separator (European notices write 1.200 FT for
+    1200 ft), since no limit is stated to the thousandth of a foot or metre."""
+    if re.fullmatch(r"[1-9]\d{0,2}(?:\.\d{3})+", digits):
+        digits = digits.replace(".", "")
+    return _amount(digits)
 
 
 def _normal(text: str) -> str:

@@ -302,6 +302,8 @@ def test_read_radius_rejects(text, match):
         ("真高120米以下", 120.0, "AGL"),
         ("海拔1200米", 1200.0, "AMSL"),
         ("up to 1,200 ft above ground", 1200 * FT, "AGL"),
+        ("1.200 FT AMSL", 1200 * FT, "AMSL"),   # a European thousands separator
+        ("1.5 FT AMSL", 1.5 * FT, "AMSL"),
         ("400ft AGL", 400 * FT, "AGL"),
         ("MAX HGT 500FT AGL", 500 * FT, "AGL"),
         ("MAX HGT 400FT\nAGL", 400 * FT, "AGL"),
