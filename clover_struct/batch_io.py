@@ -18,6 +18,7 @@ Knows nothing of models, schemas or extraction.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import glob
 import itertools
 import json
@@ -281,10 +282,11 @@ class Sink:
     def write(self, obj: dict) -> None:
         line = json_line(obj)
         if self.path is None:
-            try:
-                return self.stream.write(line)
-            except UnicodeEncodeError:   # a stream in another encoding (Windows' cp1252 when redirected)
-                return self.stream.write(json.dumps(obj) + "\n")   # the same JSON, in \u escapes
+            with self._stream_errors():
+                try:
+                    return self.stream.write(line)
+                except UnicodeEncodeError:   # a stream in another encoding (Windows' cp1252 when redirected)
+                    return self.stream.write(json.dumps(obj) + "\n")   # the same JSON, in \u escapes
         if self.fd is None:
             created = not self.path.exists()
             self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -302,7 +304,18 @@ class Sink:
         if self.fd is not None:
             os.fsync(self.fd)
         elif self.path is None:
-            self.stream.flush()
+            with self._stream_errors():
+                self.stream.flush()
+
+    @contextlib.contextmanager
+    def _stream_errors(self):
+        try:
+            yield
+        except BrokenPipeError:   # `| head`: the CLI stops quietly
+            raise
+        except OSError as e:   # stdout on a full disk, say
+            name = getattr(self.stream, "name", "the output stream")
+            raise CliError(f"{name}: cannot write ({e.strerror or e}); give -o OUT in a folder with room") from e
 
     def close(self) -> None:
         if self.fd is not None:

@@ -277,6 +277,8 @@ def extract(args) -> int:
 
     if args.batch_size < 1:
         raise CliError("--batch-size must be at least 1")
+    if args.output is not None and not args.output.strip():
+        raise CliError("-o takes a file name (or - for stdout), not an empty one")
     args.output = None if args.output == "-" else args.output
     if args.resume and not args.output:
         raise CliError("--resume needs -o OUT (it reads what OUT already holds)")

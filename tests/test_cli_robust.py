@@ -177,6 +177,36 @@ def test_records_reach_a_stdout_that_cannot_write_them_as_escapes():
     assert json.loads(stream.buffer.getvalue()) == {"source": "a.txt", "record": {"reason": "禁飞区"}}
 
 
+def test_a_stdout_that_fails_is_named_and_a_closed_pipe_stops_quietly():
+    """stdout on a full disk had been 'error: [Errno 28] No space left on device', naming no file."""
+    import errno
+
+    class Full:
+        name = "<stdout>"
+
+        def __init__(self, number):
+            self.number = number
+
+        def write(self, line=None):
+            raise OSError(self.number, os.strerror(self.number))
+
+        flush = write
+
+    with pytest.raises(batch_io.CliError, match="<stdout>: cannot write .No space left on device.; give -o OUT"):
+        batch_io.Sink(None, Full(errno.ENOSPC)).write({"source": "a.txt", "record": {}})
+    with pytest.raises(batch_io.CliError, match="<stdout>: cannot write"):
+        batch_io.Sink(None, Full(errno.EIO)).sync()
+    with pytest.raises(BrokenPipeError):   # the CLI's own `| head` case
+        batch_io.Sink(None, Full(errno.EPIPE)).write({"source": "a.txt", "record": {}})
+
+
+def test_an_empty_output_name_is_refused(tmp_path, schema_file, capsys):
+    """`-o ""` (an unset shell variable) had written the records to stdout."""
+    (tmp_path / "a.txt").write_text("a zone")
+    assert run("extract", tmp_path / "a.txt", "--schema", schema_file, "-o", "") == 2
+    assert "-o takes a file name (or - for stdout), not an empty one" in capsys.readouterr().err
+
+
 def test_dash_is_stdout_for_records_and_no_input(tmp_path, model_dir, schema_file, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     feed = feed_of(tmp_path / "feed.jsonl", 2)
