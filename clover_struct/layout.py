@@ -41,7 +41,7 @@ a piece that starts before the sibling's (rows.sibling_copies): a start before i
 One marked `copies_beside` is decoded once its sibling is and copies the piece right next
 to the sibling's, with only separators between: the one just before it, where that one
 is not what an item before copied, else the one just after ("东经121.47度、北纬31.31度"
-and "253202N1355900E" alike); where neither is, as if it were not marked.
+and "253202N1355900E" alike); where neither is, any piece but the sibling's.
 The list copies whole runs of the text: its first piece is not one that follows a piece
 of an item with only separators between, and an item whose piece so follows the item
 before is present ("5130N 00010W - 5140N 00020W, 5150N ..." is read to its end).

@@ -293,8 +293,9 @@ class Row:
 
     def copy_beside(self, i) -> bool:
         """A slot marked copies_beside copies the piece right next to its sibling's: the one just
-        before it, where that starts after what the item before copied, else the one just after.
-        False where neither is (the slot is then placed as if unmarked)."""
+        before it, where that starts after what the item before copied, else the one just after;
+        where neither is, any piece but the sibling's. False where the text has none (the slot is
+        then placed as if unmarked)."""
         j = self.beside[i]
         piece = self.automata[j].copied_piece(self.state[j], self.canvas.slot_text(self.ids, j))
         ends = [self.automata[k].copied_to(self.state[k]) for k in self.copied_after[i] if k != j]

@@ -565,14 +565,20 @@ class Verbatim:
         """A value not begun yet, its copy to start at the piece the pattern accepts whole right
         next to `piece` ((start, end) of the text), with only separators between: the one just
         before it where that starts at `floor` or later (past what an item before copied), else
-        the one just after it. None where neither is, or for free text."""
+        the one just after it; where neither is, at any piece not inside `piece` ('lat 40.71
+        long -74.00': the longitude is not the latitude's own '40.71'). None where no piece is,
+        or for free text."""
         q, inside, ends = state
         if not (self.patterned and inside and isinstance(ends, int)):
             return None
         start = self._ending_at(self.separated(piece[0]), max(floor, ends))
         if start is None:
             start = self._following(piece[1], state, remaining)
-        return None if start is None else (q, inside, (start,))
+        if start is not None:
+            return q, inside, (start,)
+        others = tuple(s for s in self.source.starts(ends)   # whole pieces: '-74.00', not its '74.00'
+                       if not piece[0] <= s < piece[1] and self._fits(state, s, remaining) and not self._inside(s))
+        return (q, inside, others) if others else None
 
     def _ends_from(self, start: int) -> set[int]:
         """Where the pieces the pattern accepts whole that start at `start` end (a bounded search)."""

@@ -357,6 +357,20 @@ def test_a_field_with_a_sibling_beside_it_copies_a_piece_that_has_one(toy_tokeni
         assert (got.lat, got.lon) == ("N26.09", "E12.00"), (seed, got)
 
 
+class Bare(BaseModel):
+    lat: str = Field(pattern=r"^-?[0-9]{2}\.[0-9]{2}$", json_schema_extra={"verbatim": True})
+    lon: str = Field(pattern=r"^-?[0-9]{2}\.[0-9]{2}$", json_schema_extra={"verbatim": True, "copies_beside": "lat"})
+
+
+def test_a_field_with_no_piece_beside_its_sibling_copies_another_than_the_siblings(toy_tokenizer):
+    """Where a word stands between the two ('lat 40.71 long -74.00'), the longitude copies some
+    other piece, never the latitude's own: left free, it had copied '40.71' twice."""
+    text = "at lat 40.71 long -74.00 today"
+    for seed in range(8):
+        got = extract(text, Bare, model=tiny_model(toy_tokenizer, seed=seed, std=0.5))
+        assert {got.lat, got.lon} == {"40.71", "-74.00"}, (seed, got)
+
+
 class Round(BaseModel):
     kind: Literal["round"] = "round"
     radius: str = Field(pattern=r"^[0-9]+NM$", json_schema_extra={"verbatim": True})

@@ -84,18 +84,19 @@ def _coordinate(axis: str, letters: str, words: str) -> str:
     chinese = rf"{free}{_DEC}度|{free}度{_MS}{_DEC}分|{free}度{_MS}分{_MS}{_DEC}秒"   # 22.5431度, 114度03分28秒
     # without a hemisphere, decimal degrees with a sign and a fraction (31.2304, -122.42), never a bare integer
     return (rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{_symbols(axis)}|{free}{_DEC})"
-            rf"|[+-]?{free}\.\d{{1,8}}°?)$")   # 北纬31°10′20″ too
+            rf"|[+\-−]?{free}\.\d{{1,8}}°?)$")   # 北纬31°10′20″ too; − a minus sign
 
 
 LAT_PIECE = _coordinate("lat", "NSns", "北纬|南纬|北緯|南緯")
 LON_PIECE = _coordinate("lon", "EWew", "东经|西经|東經|西經")
-_AMOUNT = r"(([1-9]\d{0,2}(,\d{3})+|[1-9]\d{0,5})(\.\d{1,3})?|0\.\d{0,2}[1-9])"   # above zero: 1,200, 0.5
-RADIUS_PIECE = (rf"^(半径(为)? ?)?{_AMOUNT} ?({_words('NM', 'NMI', 'nautical mile', 'nautical miles', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers', 'M', 'metre', 'metres', 'meter', 'meters', 'FT', 'feet', 'foot')}"
+# above zero: 1,200, 1 200 (ICAO's grouping, a space or a no-break one), 0.5
+_AMOUNT = r"(([1-9]\d{0,2}((,\d{3})+|([ \u00a0\u202f]\d{3})+)|[1-9]\d{0,5})(\.\d{1,3})?|0\.\d{0,2}[1-9])"
+RADIUS_PIECE = (rf"^(半径(为)? ?)?{_AMOUNT} ?({_words('NM', 'NMI', 'nautical mile', 'nautical miles', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers', 'M', 'metre', 'metres', 'meter', 'meters', 'FT', 'feet', 'foot', 'SM', 'statute mile', 'statute miles')}"
                 rf"|海里|公里|千米|米)$")
 _REF = _words("AGL", "AMSL", "MSL", "above ground level", "above ground", "above mean sea level", "above sea level")
 _LEAD = _words("MAX HGT", "HGT", "up to", "below", "height", "max")
 LIMIT_PIECE = (rf"^({_words('SFC', 'GND', 'surface', 'ground level', 'ground')}|地面|{_ci('FL')} ?\d{{2,3}}"
-               rf"|({_LEAD} )?{_AMOUNT} ?{_words('FT', 'feet', 'foot', 'M', 'metres', 'meters')}( {_REF})?"
+               rf"|({_LEAD} )?{_AMOUNT} ?{_words('FT', 'feet', 'foot', 'M', 'metres', 'meters', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers')}( {_REF})?"
                rf"|(真高|相对高度|海拔高度|海拔|限高|最高)?{_AMOUNT} ?(米|{_ci('m')})(以下|及以下)?)$")
 # A time as written, in the notations times.read_time reads: YYMMDDhhmm (item B/C, perhaps
 # EST), a clock time, English dates with month names (day first or month first, FAA's
@@ -120,11 +121,14 @@ NOTAM_ID = r"^[A-Za-z]?\d{1,4}/\d{2,4}$"
 
 # What the text around a copied piece says of it, where extract gives the validators the text
 # (info.context["text"]): a height ('60 m above ground', 'Maximum altitude: 400 feet') is no
-# radius, and the year of a date ('21 September 2028', '2028年') is no clock time.
+# radius, a radius ('within 800 m', '2KM RADIUS') no height, and the year of a date
+# ('21 September 2028', '2028年') no clock time.
 _HEIGHT = (re.compile(rf"(({_words('altitude', 'height', 'HGT', 'ceiling', 'elevation')}|真高|海拔|高度|限高)"
                       rf"(\s+{_words('limit', 'of', 'is', 'at', 'up to', 'not exceeding', 'maximum', 'max')})*"
                       rf"\s*[:：]?\s*(不超过|不高于|低于)?|(?<![A-Za-z]){_words('below')}\s*)\Z"),
            re.compile(rf"\s*({_REF}(?![A-Za-z])|及?以下)"))
+_RADIUS = (re.compile(rf"(?<![A-Za-z])({_words('within', 'WI', 'radius of', 'radius')}|半径为?)\s*\Z"),
+           re.compile(rf"\s*({_words('radius')}(?![A-Za-z])|范围)"))
 _YEAR = (re.compile(rf"{_MONTH}\.?(\s+{_DAY})?,?\s*\Z|\b[0-3]?\d[./-][01]?\d[./-]\s*\Z"),
          re.compile(r"年|[./-][01]?\d[./-][0-3]?\d"))
 
@@ -388,6 +392,9 @@ class NoFlyZone(BaseModel):
         if v is None:
             return v
         floor = info.data.get("floor")
+        if read_limit(v)[1] is None and (text := _source(info)) is not None and _stated_as(v, text, _RADIUS) \
+                and not _stated_as(v, text, _HEIGHT):
+            raise ValueError(f"{v!r} is a radius where the text states it, not a height")
         metres, ref = _limit(v, floor)
         if metres is None:
             raise ValueError(f"{v!r} is unlimited: leave the field null instead")

@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Marks that mean degrees, minutes, seconds, mapped before NFKC (which would turn º into
+# Marks that mean degrees, minutes, seconds (and the minus sign), mapped before NFKC (which would turn º into
 # 'o' and ″ into two primes).
 _MARKS = str.maketrans({"º": "°", "˚": "°", "度": "°", "′": "'", "’": "'", "‘": "'", "´": "'", "分": "'",
-                        "″": '"', "“": '"', "”": '"', "秒": '"'})
+                        "″": '"', "“": '"', "”": '"', "秒": '"', "−": "-"})
 _CHINESE_HEMISPHERES = {"北纬": "N", "北緯": "N", "南纬": "S", "南緯": "S",
                         "东经": "E", "東經": "E", "東经": "E", "西经": "W", "西經": "W"}
 _BETWEEN = " \t\r\n,;/、-–—"  # what may stand between the two halves of a position

@@ -14,17 +14,19 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .units import FT_M, KM_M, NM_M
+from .units import FT_M, KM_M, NM_M, SM_M
 
 # Unit words -> metres per unit. Plain "MILE" is left out on purpose: statute or nautical
-# cannot be told from the word alone.
+# cannot be told from the word alone; SM and "statute mile" say which.
 _UNIT = {"NM": NM_M, "NMI": NM_M, "NAUTICAL MILE": NM_M, "NAUTICAL MILES": NM_M, "海里": NM_M,
          "KM": KM_M, "KILOMETRE": KM_M, "KILOMETRES": KM_M, "KILOMETER": KM_M, "KILOMETERS": KM_M,
          "公里": KM_M, "千米": KM_M,
          "M": 1.0, "METRE": 1.0, "METRES": 1.0, "METER": 1.0, "METERS": 1.0, "米": 1.0,
-         "FT": FT_M, "FEET": FT_M, "FOOT": FT_M, "英尺": FT_M}
-_HEIGHT_UNITS = ("M", "METRE", "METRES", "METER", "METERS", "米", "FT", "FEET", "FOOT", "英尺")
-_AMOUNT = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"  # 1,200 or 1200.5
+         "FT": FT_M, "FEET": FT_M, "FOOT": FT_M, "英尺": FT_M,
+         "SM": SM_M, "STATUTE MILE": SM_M, "STATUTE MILES": SM_M}
+_HEIGHT_UNITS = ("M", "METRE", "METRES", "METER", "METERS", "米", "FT", "FEET", "FOOT", "英尺",
+                 "KM", "KILOMETRE", "KILOMETRES", "KILOMETER", "KILOMETERS")
+_AMOUNT = r"(\d{1,3}(?:(?:,\d{3})+|(?: \d{3})+)(?:\.\d+)?|\d+(?:\.\d+)?)"  # 1,200, 1 200 or 1200.5
 
 
 def _units(names) -> str:
@@ -59,10 +61,10 @@ def read_radius(text: str) -> float:
     m = _QUANTITY.fullmatch(s)
     if m is None and re.search(r"\bMILES?\b", s):
         raise ValueError(f"cannot read {text!r} as a radius: 'mile' alone may be statute or nautical; "
-                         "only NM / nautical miles are read")
+                         "only NM, nautical miles, SM or statute miles are read")
     if m is None:
         raise ValueError(f"cannot read {text!r} as a radius: expected a number and a unit "
-                         "(NM, KM, M, FT, 海里, 公里, 米), e.g. '0.2NM' or '半径500米'")
+                         "(NM, SM, KM, M, FT, 海里, 公里, 米), e.g. '0.2NM' or '半径500米'")
     metres = _amount(m[1]) * _UNIT[m[2]]
     if metres < 1:   # (and an exported footprint's corners, to 7 decimals, would fall together)
         raise ValueError(f"cannot read {text!r} as a radius: a zone's radius is at least a metre")
@@ -92,18 +94,18 @@ def read_limit(text: str, default_ref: str | None = None) -> tuple[float | None,
     m = _HEIGHT.fullmatch(s)
     if m is None or (m[3] is not None and m[3] not in _REF_AFTER):
         raise ValueError(f"cannot read {text!r} as a vertical limit: expected SFC, GND, UNL, FLnnn, or a height "
-                         "with FT or M and a reference (AGL, AMSL, MSL), e.g. '2300FT AMSL' or '真高120米'")
+                         "with FT, M or KM and a reference (AGL, AMSL, MSL), e.g. '2300FT AMSL' or '真高120米'")
     if m[3] is not None:
         if ref is not None and _REF_AFTER[m[3]] != ref:
             raise ValueError(f"cannot read {text!r} as a vertical limit: two different references")
         ref = _REF_AFTER[m[3]]
-    return _height(m[1]) * _UNIT[m[2]], ref or default_ref
+    return _height(m[1], m[2]) * _UNIT[m[2]], ref or default_ref
 
 
-def _height(digits: str) -> float:
-    """A height's amount; '1.200' is a thousands separator (European notices write 1.200 FT for
-    1200 ft), since no limit is stated to the thousandth of a foot or metre."""
-    if re.fullmatch(r"[1-9]\d{0,2}(?:\.\d{3})+", digits):
+def _height(digits: str, unit: str) -> float:
+    """A height's amount; in feet or metres '1.200' is a thousands separator (European notices
+    write 1.200 FT for 1200 ft), since no limit is stated to the thousandth of either."""
+    if _UNIT[unit] < KM_M and re.fullmatch(r"[1-9]\d{0,2}(?:\.\d{3})+", digits):
         digits = digits.replace(".", "")
     return _amount(digits)
 
@@ -115,4 +117,4 @@ def _normal(text: str) -> str:
 
 
 def _amount(digits: str) -> float:
-    return float(digits.replace(",", ""))
+    return float(digits.replace(",", "").replace(" ", ""))

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 FT_M = 0.3048  # international foot, exact
 NM_M = 1852.0  # international nautical mile, exact
+SM_M = 1609.344  # statute mile, exact
 KM_M = 1000.0
 EARTH_RADIUS_M = 6_371_008.8  # IUGG mean radius; a sphere is enough for zones of a few km
 

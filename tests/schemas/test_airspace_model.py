@@ -333,6 +333,27 @@ def test_a_radius_the_text_states_as_a_distance_passes(radius, text):
     assert _with_text(text, radius=radius).area.radius == radius
 
 
+@pytest.mark.parametrize("ceiling, text", [
+    ("800 m", "Drones may not fly within 800 m of 31.2150, 121.4700 below 1.5 km"),
+    ("2 km", "WI 2 km RADIUS OF 513012N 0001012W"),
+    ("500米", "半径500米范围内禁止飞行"),
+])
+def test_a_radius_in_the_text_is_no_ceiling(ceiling, text):
+    """The mirror of the radius's check: a ceiling copied from 'within 800 m' had read 800 m high."""
+    with pytest.raises(ValidationError, match="is a radius where the text states it"):
+        _with_text(text, ceiling=ceiling)
+    assert circle(ceiling=ceiling).ceiling == ceiling
+
+
+@pytest.mark.parametrize("ceiling, text", [
+    ("400 FT AGL", "UAS operations within 400 FT AGL of the stadium"),   # a reference of its own
+    ("400 ft", "within 400 ft of the stadium, and below 400 ft"),        # a height somewhere
+    ("400 FT", "within 2 NM, up to 400 FT AMSL"),
+])
+def test_a_ceiling_stated_as_a_height_passes(ceiling, text):
+    assert _with_text(text, ceiling=ceiling).ceiling == ceiling
+
+
 @pytest.mark.parametrize("start, end, text, bad", [
     ("21 September 2028 09:00", "2028", "between 21 September 2028 09:00 and 21 September 2028 17:00 UTC",
      "valid_to_raw"),

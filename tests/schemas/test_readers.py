@@ -51,6 +51,7 @@ def utc(*args) -> datetime:
         ("-33°52'", -(33 + 52 / 60)),
         ("22.5431", 22.5431),
         ("-122.42", -122.42),
+        ("\u221233.8688", -33.8688),   # a minus sign, not a hyphen: the hemisphere had flipped
         ("31.2304N", 31.2304),
         ("121.4737E", 121.4737),
         ("N31.2304", 31.2304),
@@ -267,6 +268,9 @@ def test_round_trip_positions(lat, lon, style_joint, lon_first):
         ("radius of 3 kilometres", 3000.0),
         ("WI 1.35 nautical miles", 1.35 * NM),
         ("２ＫＭ", 2000.0),
+        ("3 statute miles", 3 * 1609.344),
+        ("5 SM", 5 * 1609.344),
+        ("2 500 M", 2500.0),   # ICAO's grouping of thousands
     ],
 )
 def test_read_radius(text, metres):
@@ -304,6 +308,9 @@ def test_read_radius_rejects(text, match):
         ("up to 1,200 ft above ground", 1200 * FT, "AGL"),
         ("1.200 FT AMSL", 1200 * FT, "AMSL"),   # a European thousands separator
         ("1.5 FT AMSL", 1.5 * FT, "AMSL"),
+        ("1 200 FT AMSL", 1200 * FT, "AMSL"),   # ICAO's grouping (the piece had been '200 FT AMSL')
+        ("1.5 km", 1500.0, None),
+        ("1.500 KM AGL", 1500.0, "AGL"),         # kilometres keep their decimals
         ("400ft AGL", 400 * FT, "AGL"),
         ("MAX HGT 500FT AGL", 500 * FT, "AGL"),
         ("MAX HGT 400FT\nAGL", 400 * FT, "AGL"),
