@@ -23,6 +23,7 @@ import heapq
 import math
 import re
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -58,17 +59,32 @@ def _nearest(slot, value):
         return fixed if fixed != value else None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    step = 1e-6 if "\\." in (slot.pattern or "") else 1  # a float's pattern has a fraction
-    for c in slot.checks:
-        if c.op == "ge":
-            value = max(value, c.bound)
-        elif c.op == "gt":
-            value = max(value, c.bound + step)
-        elif c.op == "le":
-            value = min(value, c.bound)
-        elif c.op == "lt":
-            value = min(value, c.bound - step)
-    return int(value) if step == 1 else float(value)
+    whole = "\\." not in (slot.pattern or "")   # a float's pattern has a fraction, of up to 6 digits
+    return _nearest_number(slot.checks, value, whole)
+
+
+def _nearest_number(checks, value, whole: bool):
+    """The number nearest `value` that keeps the bounds and multipleOf of `checks`, counted exactly
+    (a bound of 1e20 has no float above it one millionth away): a whole one, or one of six
+    decimals at most; None where none is."""
+    exact = lambda x: Fraction(str(x)) if isinstance(x, float) else Fraction(x)   # 0.1 as written
+    grid = Fraction(1) if whole else Fraction(1, 10**6)
+    for c in checks:
+        if c.op == "multiple_of":   # the least common multiple of the two steps
+            step = exact(c.bound)
+            grid = Fraction(math.lcm(grid.numerator, step.numerator), math.gcd(grid.denominator, step.denominator))
+    low, high = -math.inf, math.inf   # in steps of the grid
+    for c in checks:
+        if c.op in ("ge", "gt", "le", "lt"):
+            k = exact(c.bound) / grid
+            if c.op[0] == "g":
+                low = max(low, math.floor(k) + 1 if c.op == "gt" or k != math.floor(k) else k)
+            else:
+                high = min(high, math.ceil(k) - 1 if c.op == "lt" or k != math.ceil(k) else k)
+    if low > high:
+        return None
+    k = min(max(round(exact(value) / grid), low), high)
+    return int(k * grid) if whole else float(k * grid)
 
 
 def _fallbacks(d: Decoded, i):

@@ -226,6 +226,27 @@ def test_a_whole_value_no_ranked_value_mends_falls_back_to_the_emptiest_of_a_typ
     assert value["name"] == "ab"
 
 
+@pytest.mark.parametrize("number, value, fixed", [
+    ({"type": "integer", "multipleOf": 7, "minimum": 1000}, 0, 1001),   # had been 1000: not a multiple
+    ({"type": "integer", "multipleOf": 7, "minimum": 1000, "maximum": 100000}, 55274, 55272),
+    ({"type": "number", "multipleOf": 0.1, "minimum": 123.45}, 0, 123.5),
+    ({"type": "integer", "maximum": -5.5}, 0, -6),                          # had been int(-5.5): -5
+    ({"type": "integer", "exclusiveMinimum": 2.5, "exclusiveMaximum": 4}, 9, 3),
+    ({"type": "number", "exclusiveMaximum": 0.5}, 1, 0.499999),
+])
+def test_the_last_resort_for_a_number_is_the_nearest_that_keeps_its_bounds_and_step(toy_tokenizer, number,
+                                                                                    value, fixed):
+    """Where no value the model rated passes, a bounded number is mended to the nearest valid one
+    (the repair had refused these schemas: it kept to the bounds alone, and cut -5.5 to -5)."""
+    import jsonschema
+
+    from clover_struct.repair import _nearest
+    schema = {"type": "object", "required": ["n"], "properties": {"n": number}}
+    d = decoded(toy_tokenizer, schema, {"n": value})
+    assert _nearest(next(s for s in d.canvas.slots if s.path == "n"), value) == fixed
+    jsonschema.validate(finish(d), schema)
+
+
 def test_a_value_nothing_mends_is_an_error_that_names_the_field_and_what_to_do(toy_tokenizer):
     code = {"type": "string", "minLength": 2, "maxLength": 4, "not": {"pattern": "."}}   # no string passes
     with pytest.raises(ExtractionError, match="make the field nullable or optional, or relax its check") as e:
