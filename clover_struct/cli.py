@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import hashlib
 import importlib
 import itertools
@@ -228,7 +229,7 @@ def run_settings(args, schema) -> dict:
 def keep_settings(out: Path, settings: dict, resume: bool) -> None:
     """The run's settings kept beside OUT (OUT.settings); CliError where a --resume's differ from
     those OUT was written with (its lines would mix two runs' records)."""
-    path = out.with_name(out.name + ".settings")
+    path = settings_path(out)
     try:
         earlier = json.loads(path.read_text()) if resume and path.is_file() else settings
     except (OSError, ValueError):
@@ -249,6 +250,27 @@ def keep_settings(out: Path, settings: dict, resume: bool) -> None:
 
 def error_path(out: Path) -> Path:
     return out.with_name(out.stem + ".errors.jsonl") if out.suffix else Path(f"{out}.errors.jsonl")
+
+
+def settings_path(out: Path) -> Path:
+    return out.with_name(out.name + ".settings")
+
+
+def written_by_a_run(out: Path) -> list[Path]:
+    """OUT, its errors file and what a run keeps beside them (settings, locks): no folder or glob
+    among the inputs reads these."""
+    err = error_path(out)
+    return [out, err, settings_path(out)] + [Path(os.path.realpath(p) + ".lock") for p in (out, err)]
+
+
+def _sharing_errors(out: Path) -> Path | None:
+    """Another output whose run wrote the errors file OUT's would empty (x.json beside x.jsonl)."""
+    err = error_path(out)
+    for kept in out.parent.glob(glob.escape(out.stem) + "*.settings"):
+        other = kept.with_name(kept.name.removesuffix(".settings"))
+        if other.name != out.name and error_path(other) == err and other.exists():
+            return other
+    return None
 
 
 @command("extract", "extract one record per text file or JSONL line",
@@ -296,6 +318,8 @@ def extract(args) -> int:
     if out is not None:
         if (blocked := next((p for p in out.parents if p.exists() and not p.is_dir()), None)) is not None:
             raise CliError(f"-o {out}: {blocked} is a file, not a folder; give OUT in a folder")
+        if out.is_dir():
+            raise CliError(f"-o {out} is a folder; give a file in it, e.g. -o {out / 'records.jsonl'}")
         for named in args.inputs:   # a folder or glob holding the output skips it; a named file is refused
             if os.path.isfile(named) and any(p.exists() and os.path.samefile(named, p) for p in (out, err)):
                 raise CliError(f"{named} is also the output ({out}) or its errors file ({err}): writing them would "
@@ -311,6 +335,13 @@ def extract(args) -> int:
     # OUT and its errors file each locked: `-o x.jsonl` and `-o x.json` share x.errors.jsonl
     with OutputLock(out) if out else contextlib.nullcontext(), OutputLock(err) if err else contextlib.nullcontext(), \
             Stop() as stop, workers as ray_decode:
+        if out is not None and not args.resume:
+            if out.is_file() and not written_here(out):   # an input a folder or glob holds, say
+                raise CliError(f"-o {out} holds lines clover-struct did not write (an input?), which writing would "
+                               "empty; give another -o OUT, or delete it first")
+            if err.exists() and (other := _sharing_errors(out)) is not None:
+                raise CliError(f"-o {out}: its errors file {err} holds the errors of the run that wrote {other}, "
+                               f"which this run would empty; give -o another name")
         if out is not None:
             keep_settings(out, run_settings(args, schema), args.resume)
         done, ok = done_sources(out) if args.resume else (set(), 0)
@@ -318,13 +349,10 @@ def extract(args) -> int:
         astray = _astray(done | failed)
         done = {_real(d) for d in done | failed}   # however the inputs are spelt this time, links too
         if out is not None and not args.resume:
-            if out.is_file() and not written_here(out):   # an input a folder or glob holds, say
-                raise CliError(f"-o {out} holds lines clover-struct did not write (an input?), which writing would "
-                               "empty; give another -o OUT, or delete it first")
             out.write_bytes(b"")
             err.unlink(missing_ok=True)
         sinks = Sink(out, sys.stdout), Sink(err, sys.stderr)
-        exclude = [p for p in (out, err) if p]
+        exclude = written_by_a_run(out) if out else []
         on = sys.stderr.isatty() and not args.quiet
         bar = progress_bar(count(paths, exclude) if on else None, ok + failed_before, on)
         new_ok, new_failed, t0 = 0, 0, time.monotonic()

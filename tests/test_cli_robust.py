@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -258,6 +259,41 @@ def test_an_input_a_folder_or_glob_holds_is_never_emptied_as_the_output(tmp_path
     assert run("extract", folder, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 0
     assert run("extract", folder, "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet") == 0
     assert len(lines(out)) == 2
+
+
+def test_a_glob_over_the_output_reads_none_of_what_a_run_writes(tmp_path, model_dir, schema_file, capsys):
+    """'g/*' had read OUT.settings (and would read a killed run's locks) as a text: a third record."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "a.txt").write_text("zone a")
+    (folder / "b.txt").write_text("zone b")
+    out = folder / "out.jsonl"
+    argv = ["extract", folder / "*", "--schema", schema_file, "--model", model_dir, "-o", out, "--quiet"]
+    assert run(*argv) == 0
+    (folder / "out.jsonl.lock").write_text("4242\n")   # what a kill -9 leaves
+    assert run(*argv, "--resume") == 0 and run(*argv) == 0
+    assert sorted(Path(r["source"]).name for r in lines(out)) == ["a.txt", "b.txt"]
+    assert not (folder / "out.errors.jsonl").exists()
+
+
+def test_outputs_sharing_an_errors_file_do_not_empty_each_others(tmp_path, model_dir, schema_file, capsys):
+    """-o x.json beside x.jsonl had deleted x.jsonl's run's error rows (both write x.errors.jsonl)."""
+    feed = feed_of(tmp_path / "feed.jsonl", 2, broken=[1])
+    argv = ["extract", feed, "--schema", schema_file, "--model", model_dir, "--quiet", "-o"]
+    assert run(*argv, tmp_path / "x.jsonl") == 1
+    errors = (tmp_path / "x.errors.jsonl").read_bytes()
+    assert run(*argv, tmp_path / "x.json") == 2
+    assert "holds the errors of the run that wrote" in capsys.readouterr().err
+    assert (tmp_path / "x.errors.jsonl").read_bytes() == errors
+    assert run(*argv, tmp_path / "x.jsonl") == 1   # its own run again: written anew
+
+
+def test_an_output_that_is_a_folder_is_refused_before_anything_is_written(tmp_path, schema_file, capsys):
+    (tmp_path / "a.txt").write_text("a zone")
+    (tmp_path / "outdir").mkdir()
+    assert run("extract", tmp_path / "a.txt", "--schema", schema_file, "-o", tmp_path / "outdir") == 2
+    assert "is a folder; give a file in it" in capsys.readouterr().err
+    assert not (tmp_path / "outdir.settings").exists() and not any((tmp_path / "outdir").iterdir())
 
 
 def test_a_resume_knows_the_records_however_the_inputs_are_spelt(tmp_path, model_dir, schema_file, monkeypatch):

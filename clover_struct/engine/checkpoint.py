@@ -122,7 +122,7 @@ def read_tensor(key: str, where) -> torch.Tensor:
         t = handle.get_tensor(key)
     except (SafetensorError, OSError, RuntimeError) as e:
         raise CheckpointError(f"{f}: tensor {key} cannot be read ({e}); the file may be truncated") from e
-    if not t.is_floating_point():
+    if t.dtype not in (*DTYPES, torch.float64):
         raise CheckpointError(f"{f}: tensor {key} has dtype {str(t.dtype).removeprefix('torch.')}; weights are "
                               "floating point (float32, bfloat16, float16): this file holds quantized or other "
                               "data clover-struct does not read")
@@ -138,6 +138,8 @@ def cast(key: str, t: torch.Tensor, device, dtype: torch.dtype, root: Path) -> t
     """A weight moved to `device` in `dtype`, checked to stay finite (a weight of 1e5 is
     infinite in float16)."""
     out = t.to(device=device, dtype=dtype)
+    if out.data_ptr() == t.data_ptr():   # still the file's mapped pages: a checkpoint copied over it would
+        out = out.clone()                # change the weights of a running model, or kill it (SIGBUS)
     if out.dtype != t.dtype and not torch.isfinite(out.sum(dtype=torch.float32)) and not torch.isfinite(out).all():
         raise CheckpointError(f"{root}: tensor {key} holds values past {str(dtype).removeprefix('torch.')}'s range "
                               f"(up to {t.abs().max().item():.4g}); load the model in float32 or bfloat16")
@@ -159,6 +161,9 @@ def state_dict_from_files(files: list[Path], found: dict, model: CloverModel) ->
         if (m := PER_EXPERT.match(name)) and FUSED.format(m[1], "gate_up_proj") in expected and int(m[2]) < E:
             experts[int(m[1])][(int(m[2]), m[3])] = (key, where)
         elif name in expected:
+            if name in out:   # model.embed_tokens beside model.language_model.embed_tokens
+                raise CheckpointError(f"{files[0].parent}: tensors {out[name][0]} and {key} are one weight spelt "
+                                      "two ways; a tensor is stored once: drop one copy")
             out[name] = (key, where)
         else:
             unexpected.append(key)
@@ -168,6 +173,9 @@ def state_dict_from_files(files: list[Path], found: dict, model: CloverModel) ->
                               f"{model.config.num_hidden_layers}-layer model with layer types "
                               f"{sorted(set(model.config.layer_types))}")
     tensors = {name: read_tensor(key, where) for name, (key, where) in out.items()}
+    if both := [FUSED.format(layer, "gate_up_proj") for layer in experts if FUSED.format(layer, "gate_up_proj") in out]:
+        raise CheckpointError(f"{files[0].parent}: {out[both[0]][0]} is stored fused and per expert too; a tensor "
+                              "is stored once: drop one copy")
     for layer, parts in experts.items():
         missing = [f"model.layers.{layer}.mlp.experts.{e}.{p}.weight" for e in range(E)
                    for p in ("gate_proj", "up_proj", "down_proj") if (e, p) not in parts]
@@ -252,6 +260,9 @@ def load_model(path: str | Path, *, device=None, dtype=None):
     """The model in directory `path`, of whichever family its config.json names."""
     if not isinstance(path, (str, Path)):
         raise UsageError(f"load_model takes the path of a model directory, not a {type(path).__name__}")
+    if not str(path).strip():
+        raise UsageError("load_model takes the path of a model directory, not an empty one (that would be the "
+                         "current folder); give the directory, or no model for the embedded clover-mini")
     root = Path(path)
     try:
         if not root.is_dir():
@@ -259,7 +270,14 @@ def load_model(path: str | Path, *, device=None, dtype=None):
         config = read_config(root)
     except OSError as e:   # a name too long, a folder one may not enter
         raise CheckpointError(f"{root}: cannot be read ({e.strerror or e}); check the path and its permissions") from e
-    module, _, function = FAMILIES[family_of(config, str(root / "config.json"))].partition(":")
+    if config.get("quantization_config") is not None:
+        method = config["quantization_config"]
+        method = method.get("quant_method", "?") if isinstance(method, dict) else method
+        raise CheckpointError(f"{root / 'config.json'}: a quantized checkpoint (quant_method {method}), which "
+                              "clover-struct does not read; give the model's unquantized bfloat16 or float32 weights")
+    family = family_of(config, str(root / "config.json"))
+    config = {**config, "model_type": family}   # where only `architectures` named it
+    module, _, function = FAMILIES[family].partition(":")
     load = getattr(importlib.import_module(f".{module}", __package__), function)
     device, dtype = torch_device(device, dtype)
     try:
@@ -287,6 +305,22 @@ def read_tokenizer(root: Path, vocab_size: int) -> Tokenizer | None:
     return tokenizer
 
 
+def check_special(root: Path, tokenizer: Tokenizer | None, ids: list[tuple[str, int | None]]) -> None:
+    """CheckpointError where a config's pad or mask id is not a special token of the model's
+    tokenizer.json (pad_token_id=3 naming '!' had decoded records of stray text), or the two
+    are one id."""
+    given = [(key, value) for key, value in ids if value is not None and key in ("pad_token_id", "mask_token_id")]
+    for key, value in given:
+        if tokenizer is not None and tokenizer.special_ids and value not in tokenizer.special_ids:
+            raise CheckpointError(f"{root / 'config.json'}: {key}={value} is {tokenizer.decode([value])!r} in "
+                                  "tokenizer.json, not a special token: the tokenizer belongs to another model, "
+                                  "or the id is wrong")
+    roles = {key: value for key, value in given if key in ("pad_token_id", "mask_token_id")}
+    if len(roles) == 2 and len(set(roles.values())) == 1:
+        raise CheckpointError(f"{root / 'config.json'}: pad_token_id and mask_token_id are both {roles['pad_token_id']}; "
+                              "a masked position and padding must differ: fix config.json")
+
+
 def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> CloverModel:
     """A Clover (or Qwen3.5-MoE) directory: config, tokenizer and weights, every tensor checked."""
     config = ModelConfig.from_dict(config, source=str(root / "config.json"))
@@ -307,6 +341,7 @@ def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dty
         raise CheckpointError(f"{root / 'tokenizer.json'}: its mask token is id {tokenizer.mask_id}, but config.json "
                               f"says mask_token_id={config.mask_token_id}: the tokenizer belongs to another model; "
                               "copy the model's own tokenizer.json")
+    check_special(root, tokenizer, [(k, getattr(config, k)) for k in ("mask_token_id", "pad_token_id")])
     files = weight_files(root)
     found = open_tensors(files)
     check_layers(found, config.num_hidden_layers, str(root / "config.json"))

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .cache import PrefixCache, empty_cache
-from .checkpoint import cast, check_layers, open_tensors, read_tensor, read_tokenizer, weight_files
+from .checkpoint import cast, check_layers, check_special, open_tensors, read_tensor, read_tokenizer, weight_files
 from .diffusion_gemma_config import DiffusionGemmaConfig
 from .diffusion_gemma_layers import Attention, Layer, Pass, RMSNorm, SelfConditioning, rms_norm
 from .errors import CheckpointError, UsageError
@@ -194,6 +194,8 @@ def read_weights(files: list[Path], found: dict, model: DiffusionGemma) -> dict[
 
 def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> DiffusionGemma:
     """A DiffusionGemma directory: config (text_config), tokenizer and weights, every tensor checked."""
+    text = config.get("text_config")
+    stated = {*config, *(text if isinstance(text, dict) else ())}   # (the others are Gemma's defaults)
     config = DiffusionGemmaConfig.from_dict(config, source=str(root / "config.json"))
     tokenizer = read_tokenizer(root, config.vocab_size)
     if tokenizer is not None:
@@ -206,6 +208,8 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
         if value is not None and not 0 <= value < config.vocab_size:
             raise CheckpointError(f"{root / 'config.json'}: {key}={value} is outside the vocabulary of "
                                   f"{config.vocab_size}")
+    check_special(root, tokenizer, [(key, value) for key, value in [*ids, ("mask_token_id", config.mask_token_id)]
+                                    if key in stated])
     files = weight_files(root)
     found = open_tensors(files)
     check_layers(found, config.num_hidden_layers, str(root / "config.json"))

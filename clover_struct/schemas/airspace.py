@@ -96,7 +96,7 @@ RADIUS_PIECE = (rf"^(半径(为)? ?)?{_AMOUNT} ?({_words('NM', 'NMI', 'nautical 
 _REF = _words("AGL", "AMSL", "MSL", "above ground level", "above ground", "above mean sea level", "above sea level")
 _LEAD = _words("MAX HGT", "HGT", "up to", "below", "height", "max")
 LIMIT_PIECE = (rf"^({_words('SFC', 'GND', 'surface', 'ground level', 'ground')}|地面|{_ci('FL')} ?\d{{2,3}}"
-               rf"|({_LEAD} )?{_AMOUNT} ?{_words('FT', 'feet', 'foot', 'M', 'metres', 'meters', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers')}( {_REF})?"
+               rf"|({_LEAD} )?{_AMOUNT} ?{_words('FT', 'feet', 'foot', 'M', 'metres', 'meters')}( {_REF})?"
                rf"|(真高|相对高度|海拔高度|海拔|限高|最高)?{_AMOUNT} ?(米|{_ci('m')})(以下|及以下)?)$")
 # A time as written, in the notations times.read_time reads: YYMMDDhhmm (item B/C, perhaps
 # EST), a clock time, English dates with month names (day first or month first, FAA's
@@ -128,7 +128,7 @@ _HEIGHT = (re.compile(rf"(({_words('altitude', 'height', 'HGT', 'ceiling', 'elev
                       rf"\s*[:：]?\s*(不超过|不高于|低于)?|(?<![A-Za-z]){_words('below')}\s*)\Z"),
            re.compile(rf"\s*({_REF}(?![A-Za-z])|及?以下)"))
 _RADIUS = (re.compile(rf"(?<![A-Za-z])({_words('within', 'WI', 'radius of', 'radius')}|半径为?)\s*\Z"),
-           re.compile(rf"\s*({_words('radius')}(?![A-Za-z])|范围)"))
+           re.compile(rf"\s*({_words('radius', 'around')}(?![A-Za-z])|范围)"))
 _YEAR = (re.compile(rf"{_MONTH}\.?(\s+{_DAY})?,?\s*\Z|\b[0-3]?\d[./-][01]?\d[./-]\s*\Z"),
          re.compile(r"年|[./-][01]?\d[./-][0-3]?\d"))
 
@@ -143,6 +143,14 @@ def _not_a_year(time: str, info: ValidationInfo) -> None:
     """A time piece of four digits (a clock's 2028) that is, wherever the text states it, a date's year."""
     if time.isdigit() and len(time) == 4 and (text := _source(info)) is not None and _stated_as(time, text, _YEAR):
         raise ValueError(f"{time!r} is the year of a date where the text states it, not a time")
+
+
+def _not_a_radius(limit: Optional[str], info: ValidationInfo) -> None:
+    """A height piece naming no reference that, wherever the text states it, is a distance
+    ('within 800 m', '2 km around'), and nowhere a height."""
+    if limit is not None and read_limit(limit)[1] is None and (text := _source(info)) is not None \
+            and _stated_as(limit, text, _RADIUS) and not _stated_as(limit, text, _HEIGHT):
+        raise ValueError(f"{limit!r} is a radius where the text states it, not a height")
 
 
 def _stated_as(piece: str, text: str, around: tuple[re.Pattern, re.Pattern]) -> bool:
@@ -379,7 +387,8 @@ class NoFlyZone(BaseModel):
     # model finds least unlikely ('Maximum altitude: 400 feet' copied twice loses the floor).
     @field_validator("floor")
     @classmethod
-    def _floor(cls, v: Optional[str]) -> Optional[str]:
+    def _floor(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        _not_a_radius(v, info)
         if v is not None and read_limit(v, DEFAULT_REF)[0] is None:
             raise ValueError(f"{v!r} is unlimited: leave the field null instead")
         if v is not None and states_a_maximum(v):   # (0-120 m had become 120 m and up)
@@ -392,9 +401,7 @@ class NoFlyZone(BaseModel):
         if v is None:
             return v
         floor = info.data.get("floor")
-        if read_limit(v)[1] is None and (text := _source(info)) is not None and _stated_as(v, text, _RADIUS) \
-                and not _stated_as(v, text, _HEIGHT):
-            raise ValueError(f"{v!r} is a radius where the text states it, not a height")
+        _not_a_radius(v, info)
         metres, ref = _limit(v, floor)
         if metres is None:
             raise ValueError(f"{v!r} is unlimited: leave the field null instead")

@@ -102,7 +102,7 @@ def test_a_tensor_of_the_wrong_shape_is_named_with_its_file(saved):
         load_model(saved)
 
 
-@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.bool])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.bool, torch.float8_e4m3fn])
 def test_a_tensor_of_the_wrong_dtype_is_named_with_its_file(saved, dtype):
     name = replace_tensor(saved, lambda t: t.to(dtype))
     short = str(dtype).removeprefix("torch.")
@@ -225,6 +225,70 @@ def test_a_tokenizer_whose_mask_token_is_not_the_configs(tmp_path, toy_tokenizer
         load_model(path)
 
 
+def test_a_special_id_the_tokenizer_spells_as_text_is_refused(saved, family):
+    """pad_token_id=3 ('!' in the tokenizer) had loaded, and records came out of stray text."""
+    edit_config(saved, pad_token_id=3)
+    with pytest.raises(CheckpointError, match=r"config.json: pad_token_id=3 is '.' in tokenizer.json, not a special "
+                                              r"token: the tokenizer belongs to another model"):
+        load_model(saved)
+
+
+def test_a_pad_that_is_the_mask_is_refused_at_load(tmp_path, toy_tokenizer):
+    path = save_model(tiny_model(toy_tokenizer), tmp_path)
+    mask = json.loads((path / "config.json").read_text())["mask_token_id"]
+    edit_config(path, pad_token_id=mask)   # (extract had then asked for arguments it does not take)
+    with pytest.raises(CheckpointError, match=rf"pad_token_id and mask_token_id are both {mask}"):
+        load_model(path)
+
+
+def test_a_quantized_checkpoint_is_named_so(saved):
+    edit_config(saved, quantization_config={"quant_method": "fp8"})
+    config = json.loads((saved / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fp8"}   # where transformers writes it: the top level
+    (saved / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="a quantized checkpoint .quant_method fp8.*unquantized"):
+        load_model(saved)
+
+
+def test_a_family_named_only_by_its_architecture_loads(tmp_path, toy_tokenizer):
+    path = save_model(tiny_model(toy_tokenizer), tmp_path, model_type="qwen3_5_moe_text")
+    config = json.loads((path / "config.json").read_text())
+    del config["model_type"]   # the README: the family from model_type, or architectures
+    (path / "config.json").write_text(json.dumps(config))
+    assert load_model(path).config.num_hidden_layers == config["num_hidden_layers"]
+
+
+def test_one_weight_stored_under_two_spellings_is_refused(tmp_path, toy_tokenizer):
+    """model.embed_tokens beside model.language_model.embed_tokens: one had silently won."""
+    path = save_model(tiny_model(toy_tokenizer), tmp_path)
+    tensors = dict(load_file(path / "model.safetensors"))
+    tensors["model.language_model.embed_tokens.weight"] = tensors["model.embed_tokens.weight"] * 7
+    save_file(tensors, str(path / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="are one weight spelt two ways"):
+        load_model(path)
+    fused = save_model(tiny_model(toy_tokenizer), tmp_path / "fused")
+    tensors = dict(load_file(fused / "model.safetensors"))
+    per_expert = dict(load_file(save_model(tiny_model(toy_tokenizer), tmp_path / "per", layout="per_expert")
+                                / "model.safetensors"))
+    tensors.update({k: v for k, v in per_expert.items() if ".experts.0." in k or ".experts." in k})
+    save_file(tensors, str(fused / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="is stored fused and per expert too"):
+        load_model(fused)
+
+
+def test_the_weights_are_not_the_files_pages(tmp_path, toy_tokenizer):
+    """A checkpoint copied over a loaded model's files had changed its weights, or killed the
+    process with SIGBUS (the weights were the file's memory-mapped pages)."""
+    path = save_model(tiny_model(toy_tokenizer), tmp_path)
+    model = load_model(path)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    tensors = dict(load_file(path / "model.safetensors"))
+    save_file({k: v + 1 for k, v in tensors.items()}, str(tmp_path / "other.safetensors"))
+    with open(path / "model.safetensors", "r+b") as f:   # rewritten in place, as cp does
+        f.write((tmp_path / "other.safetensors").read_bytes())
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
 def test_a_token_id_outside_the_vocabulary(saved, family):
     key = "mask_token_id" if family == "clover" else "pad_token_id"
     edit_config(saved, **{key: 500})
@@ -324,6 +388,7 @@ def test_loading_and_extracting_never_open_a_socket(tmp_path, toy_tokenizer, mon
 
 @pytest.mark.parametrize("path, options, message", [
     (123, {}, "takes the path of a model directory, not a int"),
+    ("", {}, "not an empty one"),   # Path("") is the current folder
     (None, {"dtype": torch.int8}, "not one the engine computes in"),
     (None, {"dtype": "int8"}, "not one the engine computes in"),
     (None, {"dtype": 5}, "not one the engine computes in"),

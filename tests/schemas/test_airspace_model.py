@@ -335,13 +335,15 @@ def test_a_radius_the_text_states_as_a_distance_passes(radius, text):
 
 @pytest.mark.parametrize("ceiling, text", [
     ("800 m", "Drones may not fly within 800 m of 31.2150, 121.4700 below 1.5 km"),
-    ("2 km", "WI 2 km RADIUS OF 513012N 0001012W"),
+    ("500 M", "WI 500 M RADIUS OF 513012N 0001012W"),
+    ("2000 m", "Area: 2000 m around -37.7906, 144.9117. Maximum altitude: 400 feet."),
     ("500米", "半径500米范围内禁止飞行"),
 ])
 def test_a_radius_in_the_text_is_no_ceiling(ceiling, text):
     """The mirror of the radius's check: a ceiling copied from 'within 800 m' had read 800 m high."""
-    with pytest.raises(ValidationError, match="is a radius where the text states it"):
-        _with_text(text, ceiling=ceiling)
+    for limit in ("ceiling", "floor"):
+        with pytest.raises(ValidationError, match="is a radius where the text states it"):
+            _with_text(text, **{limit: ceiling, "ceiling" if limit == "floor" else "floor": None})
     assert circle(ceiling=ceiling).ceiling == ceiling
 
 
