@@ -43,10 +43,10 @@ from typing import Any
 from .constraints import compile_canvas
 from .decoder import SCHEDULES, Trace, decode
 from .errors import CheckpointError, CloverError, ExtractionError, InternalError, SchemaError, UsageError
-from .patterns import FLOAT_FRACTION_DIGITS
+from .patterns import FLOAT_FRACTION_DIGITS, FLOAT_INT_DIGITS, INT_DIGITS
 from .repair import failed_variants, finish, rescore
 from .schema_walk import build_canvas
-from .verbatim import for_text, spans, unwrapped
+from .verbatim import for_text, spans, uncopied, unwrapped
 from .vocab import letter_tokens
 
 
@@ -430,8 +430,13 @@ def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
                          "give a value of the field's type") from None
     if not automaton.accepts(ids):
         longer = len(ids) > slot.budget and _holds(slot, value, text)
+        long = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= 10 ** FLOAT_INT_DIGITS
         raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
-                         "constraint allows (clover-struct schema SPEC prints them)" if not longer else
+                         "constraint allows (clover-struct schema SPEC prints them)"
+                         + (f"; a number with no bound as long is written with at most {INT_DIGITS} integer "
+                            f"digits ({FLOAT_INT_DIGITS} for a non-integer): give the field a maximum as long as its "
+                            "values" if long else "")
+                         if not longer else
                          f"known: {value!r} takes {len(ids)} tokens, more than the {slot.budget} of field `{path}`; "
                          "raise its budget with max_tokens (json_schema_extra={'max_tokens': N})")
     if broken := [why for check in slot.checks if (why := check.violation(slot.value(text)))]:   # (no grammar's)
@@ -536,6 +541,9 @@ def _outcome(row, text: str) -> tuple[Any, list[int]]:
         value = finish(row)
         rescore(row, decoded)
         row.trace.spans = spans(row)
+        if (stray := uncopied(row, row.trace.spans)) is not None:   # the model copies; it never makes up
+            raise ExtractionError(stray[0], f"{stray[1]} is no piece of the text, and the field copies one "
+                                            "(verbatim): the text may not state it; make the field optional")
     except ExtractionError as e:
         value = e
     except Exception as e:

@@ -184,8 +184,9 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
                 if not r.holds(instance if r.on_instance else data):
                     return False
             except Exception as e:
-                raise UsageError(f"rule `{r.text}` raised {type(e).__name__}: {e}; fix the rule (it is "
-                                 f"called with the record {data})") from e
+                given = f"the validated {type(instance).__name__} {instance!r}" if r.on_instance else f"the record {data}"
+                raise UsageError(f"rule `{r.text}` raised {type(e).__name__}: {e}; fix the rule (it is called "
+                                 f"with {given})") from e
         return True
 
     if joint:

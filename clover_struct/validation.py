@@ -11,6 +11,7 @@ or models.
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -48,9 +49,14 @@ def valid_schema(schema):
         cls.check_schema(schema)
     except jsonschema.SchemaError as e:
         if e.validator == "format" and e.validator_value == "regex":   # (pydantic's Rust regex takes \p{L})
-            raise SchemaError(path_of(e.absolute_path), f"{e.instance!r} is no regular expression Python's re reads, "
-                              "which checks every value: write a Unicode property as a class (\\p{L}, a letter: "
-                              "[^\\W\\d_]), a named group as (?P<name>...)") from None
+            try:
+                re.compile(e.instance)
+                why = ""
+            except re.error as bad:
+                why = f" ({bad})"
+            raise SchemaError(path_of(e.absolute_path), f"{e.instance!r} is no regular expression Python's re reads"
+                              f"{why}, which checks every value: fix it; write a Unicode property as a class (\\p{{L}}, "
+                              "a letter: [^\\W\\d_]), a named group as (?P<name>...)") from None
         raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
     return cls
 

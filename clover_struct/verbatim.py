@@ -664,6 +664,19 @@ def spans(decoded) -> dict[str, tuple[int, int]]:
     return out
 
 
+def uncopied(decoded, found: dict) -> tuple[str, str] | None:
+    """(path, value) of the first verbatim field whose value is no piece of the text (`found`:
+    its spans): a copy that left the text, where it held no piece the pattern accepts, and went
+    on under the pattern alone; None where every value is a piece or given (`known`)."""
+    canvas = decoded.canvas
+    for i, a in enumerate(decoded.automata):
+        text = canvas.slot_text(decoded.ids, i)
+        if isinstance(a, Verbatim) and i not in decoded.known and canvas.slots[i].path not in found \
+                and text not in ("", '""', "null") and not canvas.is_empty(decoded.ids, i):
+            return canvas.slots[i].path, text
+    return None
+
+
 def for_text(automata: list, text: str, tokenizer) -> list:
     """A canvas's automata with each verbatim slot bound to `text`; the list itself if none is."""
     verbatim = [a for a in automata if isinstance(a, SlotAutomaton) and a.slot.verbatim]

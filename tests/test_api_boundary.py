@@ -214,6 +214,11 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
 
     with pytest.raises(UsageError, match=r"known: 12.5 is not a value field `x` can hold \(12.5 breaks lt 10\)"):
         extract("x is 1", Price, model=embedded, known={"x": Decimal("12.5")})
+    stamps = {"type": "object", "properties": {"ms": {"type": "integer"}}}   # the cap of an unbounded number, named
+    with pytest.raises(UsageError, match="at most 12 integer digits .9 for a non-integer.: give the field a maximum"):
+        extract("at 1717000000000", stamps, model=embedded, known={"ms": 1717000000000})
+    stamps["properties"]["ms"]["maximum"] = 1e15
+    assert extract("at 1717000000000", stamps, model=embedded, known={"ms": 1717000000000}) == {"ms": 1717000000000}
 
 
 def test_decide_takes_known_paths_and_enum_values(model):

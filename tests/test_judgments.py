@@ -115,6 +115,14 @@ def test_what_decide_cannot_take_is_named(toy_tokenizer):
         decide("x", Triage, model=model, known={"urgent": 1})   # 1 == True, but no bool
 
 
+def test_a_rule_that_raises_is_named_with_what_it_was_given(toy_tokenizer):
+    """A predicate is given the validated instance: the message had shown the record's dict."""
+    model = tiny_model(toy_tokenizer)
+    with pytest.raises(UsageError, match=r"rule `<lambda>` raised TypeError: .*called with the validated Triage "
+                                         r"Triage\(urgent="):
+        decide("x", Triage, model=model, rules=[lambda r: r["nope"]])
+
+
 class Rewritten(BaseModel):
     urgent: bool
     escalate: bool

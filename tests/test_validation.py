@@ -63,3 +63,13 @@ def test_a_pattern_python_cannot_read_says_how_to_write_it():
 
     with pytest.raises(SchemaError, match=r"no regular expression Python's re reads.*\[\^\\W\\d_\]"):
         valid_schema({"type": "object", "properties": {"name": {"type": "string", "pattern": r"^\p{L}+$"}}})
+
+
+def test_a_malformed_pattern_says_what_is_wrong_with_it():
+    """'([' had been told only how to write \\p{L}, not that its bracket is never closed."""
+    from clover_struct.errors import SchemaError
+    from clover_struct.validation import valid_schema
+
+    with pytest.raises(SchemaError, match=r"'\(\[' is no regular expression Python's re reads \(unterminated "
+                                          r"character set at position 1\)"):
+        valid_schema({"type": "string", "pattern": "(["})
