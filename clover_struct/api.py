@@ -46,7 +46,7 @@ from .errors import CheckpointError, CloverError, ExtractionError, InternalError
 from .patterns import FLOAT_FRACTION_DIGITS, FLOAT_INT_DIGITS, INT_DIGITS
 from .repair import failed_variants, finish, rescore
 from .schema_walk import build_canvas
-from .verbatim import for_text, spans, uncopied, unwrapped
+from .verbatim import for_text, spans, unwrapped
 from .vocab import letter_tokens
 
 
@@ -541,9 +541,6 @@ def _outcome(row, text: str) -> tuple[Any, list[int]]:
         value = finish(row)
         rescore(row, decoded)
         row.trace.spans = spans(row)
-        if (stray := uncopied(row, row.trace.spans)) is not None:   # the model copies; it never makes up
-            raise ExtractionError(stray[0], f"{stray[1]} is no piece of the text, and the field copies one "
-                                            "(verbatim): the text may not state it; make the field optional")
     except ExtractionError as e:
         value = e
     except Exception as e:

@@ -26,6 +26,15 @@ class _Rules(GenerateJsonSchema):
         serialization aliases), which no record validates as."""
         return self._mode
 
+    def model_schema(self, schema):
+        """A model's keys as pydantic reads them: by name where it reads no alias (validate_by_alias=False)."""
+        reads_aliases, kept = schema["cls"].model_config.get("validate_by_alias") is not False, self.by_alias
+        self.by_alias = kept and reads_aliases
+        try:
+            return super().model_schema(schema)
+        finally:
+            self.by_alias = kept
+
     def datetime_schema(self, schema):
         out, tz = super().datetime_schema(schema), schema.get("tz_constraint")
         return out if tz is None else {**out, "format": f"date-time-{'naive' if tz == 'naive' else 'aware'}"}
@@ -86,6 +95,8 @@ def _read_as(model, name, field) -> list[str]:
     alias = field.validation_alias if field.validation_alias is not None else field.alias
     keys = [alias] if isinstance(alias, str) else [c for c in getattr(alias, "choices", ()) if isinstance(c, str)]
     by_name = model.model_config.get("populate_by_name") or model.model_config.get("validate_by_name")
+    if model.model_config.get("validate_by_alias") is False:
+        return [name]
     return keys + [name] * (alias is None or bool(by_name))
 
 

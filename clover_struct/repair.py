@@ -32,6 +32,7 @@ from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
 from .layout import ValidatorFailed, tagged
 from .validation import path_of
+from .verbatim import uncopied
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
@@ -118,6 +119,9 @@ def finish(d: Decoded) -> Any:
                     why = s.violation(s.value(canvas.slot_text(d.ids, i)))
                     if why:
                         raise ExtractionError(s.path, why)
+            if (stray := uncopied(d)) is not None:   # the model copies; it never makes a value up
+                raise ExtractionError(stray[0], f"{stray[1]} is no piece of the text, which the field copies "
+                                                "(verbatim)")
             return canvas.validate(d.ids, d.text)
         except ExtractionError as e:
             i = _slot_of(canvas, e.path)
@@ -141,12 +145,13 @@ def finish(d: Decoded) -> Any:
             if i in d.known:
                 error = ExtractionError(e.path, f"{e.reason}; it is the value given in known=, which the record "
                                                 "keeps: give one the schema accepts")
-            elif i is not None and i not in tried and canvas.slots[i].kind != "choice":
-                tried.add(i)
-                narrow = _narrowed(d, i, e.rule) if keyword == "pattern" else None
-                if (trial := _mended(narrow or d, i)) is not None:
-                    d.ids = trial
-                    continue
+            elif i is not None and canvas.slots[i].kind != "choice":
+                if i not in tried:   # (its mended value failing too: the same advice)
+                    tried.add(i)
+                    narrow = _narrowed(d, i, e.rule) if keyword == "pattern" else None
+                    if (trial := _mended(narrow or d, i)) is not None:
+                        d.ids = trial
+                        continue
                 advice = ("the text may not state it: make the field nullable or optional, or relax its check"
                           if e.path else "the text may hold no such value: relax the schema")
                 if any(c.op == "pattern" for c in canvas.slots[i].checks):   # patterns.regular: held loosely

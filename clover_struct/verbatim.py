@@ -158,13 +158,14 @@ def folded(text: str) -> tuple[bytes, list[int]]:
 
 def _alphabetic(data: bytes) -> np.ndarray:
     """Per byte of UTF-8 `data`, whether it is part of a letter or mark of an alphabet other than
-    ASCII's (é, ü, a combining accent, Greek, Cyrillic): a word goes on through it. Scripts
-    written without spaces between words (Chinese, Japanese) are not: a piece may start or end
-    at any of their characters."""
+    ASCII's (é, ü, a combining accent, Greek, Cyrillic, Korean's Hangul) or a full-width letter
+    or digit (ＥＧＬＬ, １２０): a word goes on through it. Scripts written without spaces between
+    words (Chinese, Japanese) are not: a piece may start or end at any of their characters."""
     out = []
     for ch in data.decode("utf-8", "replace"):
-        size = len(ch.encode())
-        out += [size > 1 and ord(ch) < 0x2E80 and unicodedata.category(ch)[0] in "LM"] * size
+        size, kind = len(ch.encode()), unicodedata.category(ch)
+        spaced = ord(ch) < 0x2E80 or 0xAC00 <= ord(ch) <= 0xD7A3 or 0x3130 <= ord(ch) <= 0x318F
+        out += [size > 1 and (spaced and kind[0] in "LM" or 0xFF10 <= ord(ch) <= 0xFF5A and kind[0] in "LN")] * size
     return np.array(out, bool)
 
 
@@ -664,11 +665,11 @@ def spans(decoded) -> dict[str, tuple[int, int]]:
     return out
 
 
-def uncopied(decoded, found: dict) -> tuple[str, str] | None:
-    """(path, value) of the first verbatim field whose value is no piece of the text (`found`:
-    its spans): a copy that left the text, where it held no piece the pattern accepts, and went
-    on under the pattern alone; None where every value is a piece or given (`known`)."""
-    canvas = decoded.canvas
+def uncopied(decoded) -> tuple[str, str] | None:
+    """(path, value) of the first verbatim field whose value is no piece of the text: a copy that
+    left the text, where it held no piece the pattern accepts, and went on under the pattern
+    alone; None where every value is a piece or given (`known`)."""
+    canvas, found = decoded.canvas, spans(decoded)
     for i, a in enumerate(decoded.automata):
         text = canvas.slot_text(decoded.ids, i)
         if isinstance(a, Verbatim) and i not in decoded.known and canvas.slots[i].path not in found \

@@ -221,6 +221,26 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
     assert extract("at 1717000000000", stamps, model=embedded, known={"ms": 1717000000000}) == {"ms": 1717000000000}
 
 
+def test_a_model_that_reads_no_aliases_is_laid_out_by_its_names(embedded):
+    """validate_by_alias=False: the canvas had been keyed by the aliases pydantic then ignored, so
+    every record failed, nested ones too."""
+    from pydantic import ConfigDict
+    from pydantic.alias_generators import to_camel
+
+    class Person(BaseModel):
+        model_config = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=False)
+        first_name: str = Field(max_length=10)
+
+    class Card(BaseModel):
+        model_config = ConfigDict(alias_generator=to_camel)
+        holder: Person
+        card_kind: str = Field(max_length=10)
+
+    assert isinstance(extract("Bob", Person, model=embedded, known={"first_name": "Bob"}), Person)
+    got = extract("Bob, visa", Card, model=embedded, known={"holder.first_name": "Bob", "cardKind": "visa"})
+    assert (got.holder.first_name, got.card_kind) == ("Bob", "visa")
+
+
 def test_decide_takes_known_paths_and_enum_values(model):
     answer = decide("smoke in the cabin", Triage, model=model, known={"urgent": True, "lane": "left"},
                     rules=[implies("urgent", "escalate")])

@@ -555,6 +555,11 @@ def test_a_copied_piece_has_its_place_in_the_text_as_written(toy_tokenizer):
     assert (start, end) == (len(text) - 4, len(text))
     assert [src.span(None, piece.encode()) for piece in ("caf", "Zu", "rich")] == [None, None, None]
     assert src.span(None, "café".encode()) == (13, 17)
+    # Korean writes spaces between words, and full-width letters and digits run on: no '서' of '서울'
+    text = "서울 ＥＧＬＬ １２０米"
+    src = Source(text, pieces(toy_tokenizer, toy_tokenizer.vocab_size))
+    assert [src.span(None, piece.encode()) for piece in ("서", "Ｅ", "２０米")] == [None, None, None]
+    assert [src.span(None, piece.encode()) for piece in ("서울", "ＥＧＬＬ", "１２０米", "米")] == [(0, 2), (3, 7), (8, 12), (11, 12)]
     # a control character's escape is one piece whole: no digits copied out of \u0012 (0012N)
     text = "WI 1NM OF \x12N 1214312E, quote \\"
     src = Source(text, pieces(toy_tokenizer, toy_tokenizer.vocab_size))
