@@ -607,7 +607,10 @@ def extract_many(texts: list[str], schema, *, model=None, batch_size: int = 16, 
                 except Exception as e:
                     results[n] = internal_failure("encoding the prompt", e)
                     continue
-                jobs.append((n, ids, _known_ids(canvas, automata, known[n]), held))
+                try:
+                    jobs.append((n, ids, _known_ids(canvas, automata, known[n]), held))
+                except UsageError as e:
+                    raise e if len(texts) == 1 else UsageError(f"record {n}'s {e}") from None
             for b in range(0, len(jobs), batch_size):
                 for n, value, t in decode_jobs(model, canvas, automata, jobs[b:b + batch_size], options):
                     results[n], traces[n] = value, t

@@ -92,6 +92,8 @@ MISTAKES = [   # (call, error class, what the message must say)
      r"`spare` is an object: give its fields \(`spare.kind`\), or None to leave it out"),
     (lambda m: extract_many(["x", "y"], Zone, model=m, known=[{}]), UsageError, r"one dict \(or None\) per text"),
     (lambda m: extract_many(["x", "y"], Zone, model=m, known={"kind": "circle"}), UsageError, r"\[known\] \* len"),
+    (lambda m: extract_many(["x", "y"], Zone, model=m, known=[None, {"kind": "oval"}]), UsageError,
+     "^record 1's known: 'oval' cannot be written in field .kind."),   # which of the batch's, named
     (lambda m: extract(None, Zone, model=m), ExtractionError, "of type NoneType, not str"),
     (lambda m: extract(b"bytes", Zone, model=m), ExtractionError, "decode bytes first"),
     (lambda m: extract("ab\ud800cd", Zone, model=m), ExtractionError, "lone surrogate"),

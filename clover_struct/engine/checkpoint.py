@@ -98,10 +98,14 @@ def open_tensors(files: list[Path]) -> dict[str, tuple[Path, object]]:
     return found
 
 
-def check_layers(found: dict, layers: int, source: str) -> None:
-    """CheckpointError where config.json counts more layers than the weights (open_tensors) hold,
-    before a model of that many is built (a count of 100,000 would take minutes and gigabytes to
-    say so)."""
+def check_layers(found: dict, config: dict, source: str) -> None:
+    """CheckpointError where config.json (its text_config, if any) counts more layers than the
+    weights (open_tensors) hold, before its config or a model of that many is built (a count of
+    100,000,000 would take minutes and gigabytes to say so)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    layers = text.get("num_hidden_layers")
+    if not isinstance(layers, int):   # (the config's own check names it)
+        return
     found = {int(m[1]) for key in found if (m := re.search(r"(?:^|\.)layers\.(\d+)\.", key))}
     if layers > len(found):
         raise CheckpointError(f"{source}: num_hidden_layers is {layers}, but the weights hold {len(found)} layers; "
@@ -167,6 +171,10 @@ def state_dict_from_files(files: list[Path], found: dict, model: CloverModel) ->
             out[name] = (key, where)
         else:
             unexpected.append(key)
+    if [_canonical(k) for k in unexpected] == ["lm_head.weight"] and model.config.tie_word_embeddings:
+        raise CheckpointError(f"{files[0].parent}: an lm_head.weight beside tie_word_embeddings=true, which ties "
+                              "the output to the embeddings; set tie_word_embeddings to false in config.json if "
+                              "the weights hold their own output layer")
     if unexpected:
         raise CheckpointError(f"{files[0].parent}: unexpected tensors {unexpected[:5]}"
                               f"{' …' if len(unexpected) > 5 else ''}; they do not belong to a "
@@ -216,7 +224,9 @@ def read_config(root: Path) -> dict:
                               "(save models with clover_struct.engine.checkpoint.save_model)")
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot be read ({e.strerror or e}); check that it is a file you may read") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{path}: not valid JSON ({e}); copy the checkpoint again") from e
     if not isinstance(d, dict):
         raise CheckpointError(f"{path}: expected a JSON object")
@@ -323,13 +333,16 @@ def check_special(root: Path, tokenizer: Tokenizer | None, ids: list[tuple[str, 
 
 def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> CloverModel:
     """A Clover (or Qwen3.5-MoE) directory: config, tokenizer and weights, every tensor checked."""
+    files = weight_files(root)
+    found = open_tensors(files)
+    check_layers(found, config, str(root / "config.json"))
     config = ModelConfig.from_dict(config, source=str(root / "config.json"))
     tokenizer = read_tokenizer(root, config.vocab_size)
     if tokenizer is not None:
-        for key, found in (("mask_token_id", tokenizer.mask_id), ("pad_token_id", tokenizer.pad_id),
-                           ("eos_token_id", tokenizer.eos_id)):
+        for key, own in (("mask_token_id", tokenizer.mask_id), ("pad_token_id", tokenizer.pad_id),
+                         ("eos_token_id", tokenizer.eos_id)):
             if getattr(config, key) is None:
-                setattr(config, key, found)
+                setattr(config, key, own)
     for key in ("mask_token_id", "pad_token_id", "eos_token_id"):
         value = getattr(config, key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
@@ -342,9 +355,6 @@ def load_clover(root: Path, config: dict, device: torch.device, dtype: torch.dty
                               f"says mask_token_id={config.mask_token_id}: the tokenizer belongs to another model; "
                               "copy the model's own tokenizer.json")
     check_special(root, tokenizer, [(k, getattr(config, k)) for k in ("mask_token_id", "pad_token_id")])
-    files = weight_files(root)
-    found = open_tensors(files)
-    check_layers(found, config.num_hidden_layers, str(root / "config.json"))
     with torch.device("meta"):
         model = CloverModel(config, tokenizer)
     tensors = state_dict_from_files(files, found, model)

@@ -196,6 +196,9 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
     """A DiffusionGemma directory: config (text_config), tokenizer and weights, every tensor checked."""
     text = config.get("text_config")
     stated = {*config, *(text if isinstance(text, dict) else ())}   # (the others are Gemma's defaults)
+    files = weight_files(root)
+    found = open_tensors(files)
+    check_layers(found, config, str(root / "config.json"))
     config = DiffusionGemmaConfig.from_dict(config, source=str(root / "config.json"))
     tokenizer = read_tokenizer(root, config.vocab_size)
     if tokenizer is not None:
@@ -210,9 +213,6 @@ def load(root: Path, config: dict, device: torch.device, dtype: torch.dtype) -> 
                                   f"{config.vocab_size}")
     check_special(root, tokenizer, [(key, value) for key, value in [*ids, ("mask_token_id", config.mask_token_id)]
                                     if key in stated])
-    files = weight_files(root)
-    found = open_tensors(files)
-    check_layers(found, config.num_hidden_layers, str(root / "config.json"))
     with torch.device("meta"):
         model = DiffusionGemma(config, tokenizer)
     tensors = {k: cast(checkpoint_names(k)[0], v, device, dtype, root)

@@ -38,6 +38,11 @@ def test_dtype_and_tied_head(tiny, tmp_path):
     loaded = load_model(tmp_path, dtype=torch.bfloat16)
     assert loaded.lm_head.weight.dtype == torch.bfloat16
     assert loaded.lm_head.weight is loaded.model.embed_tokens.weight
+    tensors = dict(load_file(tmp_path / "model.safetensors"))   # an output layer of its own beside tying: named
+    save_file({**tensors, "lm_head.weight": tensors["model.embed_tokens.weight"].clone()},
+              str(tmp_path / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="an lm_head.weight beside tie_word_embeddings=true"):
+        load_model(tmp_path)
 
 
 def edit_tensors(path, fn):
