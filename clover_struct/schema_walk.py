@@ -699,7 +699,9 @@ def build_canvas(schema: Any, tokenizer, *, max_tokens: int | None = None, conte
         except (OSError, ValueError) as e:
             raise SchemaError("", f"{schema}: not a readable JSON Schema file ({e})") from None
     if model is None and not isinstance(schema, (dict, bool)):
-        raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema")
+        hint = ("; for a dataclass or a TypedDict, make it a field of a pydantic model, or pass "
+                "TypeAdapter(it).json_schema()") if isinstance(schema, type) else ""
+        raise SchemaError("", f"{schema!r} is not a pydantic model class or a JSON Schema{hint}")
     if room is None and context is not None:
         room = context * 3 // 4
     try:

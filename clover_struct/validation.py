@@ -57,6 +57,10 @@ def valid_schema(schema):
             raise SchemaError(path_of(e.absolute_path), f"{e.instance!r} is no regular expression Python's re reads"
                               f"{why}, which checks every value: fix it; write a Unicode property as a class (\\p{{L}}, "
                               "a letter: [^\\W\\d_]), a named group as (?P<name>...)") from None
+        if isinstance(e.instance, bool) and list(e.absolute_path)[-1:] in (["exclusiveMinimum"], ["exclusiveMaximum"]):
+            raise SchemaError(path_of(e.absolute_path), f"a boolean {e.absolute_path[-1]} is draft 4's: say so with "
+                              '"$schema": "http://json-schema.org/draft-04/schema#", or give the bound itself as '
+                              "the number") from None
         raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
     return cls
 

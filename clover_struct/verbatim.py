@@ -163,9 +163,10 @@ def _alphabetic(data: bytes) -> np.ndarray:
     words (Chinese, Japanese) are not: a piece may start or end at any of their characters."""
     out = []
     for ch in data.decode("utf-8", "replace"):
-        size, kind = len(ch.encode()), unicodedata.category(ch)
-        spaced = ord(ch) < 0x2E80 or 0xAC00 <= ord(ch) <= 0xD7A3 or 0x3130 <= ord(ch) <= 0x318F
-        out += [size > 1 and (spaced and kind[0] in "LM" or 0xFF10 <= ord(ch) <= 0xFF5A and kind[0] in "LN")] * size
+        code, kind = ord(ch), unicodedata.category(ch)[0]
+        spaced = code < 0x2E80 or 0xAC00 <= code <= 0xD7A3 or 0x3130 <= code <= 0x318F   # Hangul, its jamo
+        wide = 0xFF10 <= code <= 0xFF5A and kind in "LN"                                   # ０-９, Ａ-Ｚ, ａ-ｚ
+        out += [code > 127 and (spaced and kind in "LM" or wide)] * len(ch.encode())
     return np.array(out, bool)
 
 
@@ -671,9 +672,10 @@ def uncopied(decoded) -> tuple[str, str] | None:
     alone; None where every value is a piece or given (`known`)."""
     canvas, found = decoded.canvas, spans(decoded)
     for i, a in enumerate(decoded.automata):
-        text = canvas.slot_text(decoded.ids, i)
-        if isinstance(a, Verbatim) and i not in decoded.known and canvas.slots[i].path not in found \
-                and text not in ("", '""', "null") and not canvas.is_empty(decoded.ids, i):
+        if not isinstance(a, Verbatim) or i in decoded.known or canvas.slots[i].path in found \
+                or canvas.is_empty(decoded.ids, i):
+            continue
+        if (text := canvas.slot_text(decoded.ids, i)) not in ("", '""', "null"):
             return canvas.slots[i].path, text
     return None
 

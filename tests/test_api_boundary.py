@@ -80,6 +80,8 @@ MISTAKES = [   # (call, error class, what the message must say)
     (lambda m: extract("x", Zone, model=m, treshold=0.5), UsageError, "no option `treshold`; did you mean `threshold`"),
     (lambda m: extract_many(["x"], Zone, model=m, treshold=0.5), UsageError, r"extract_many\(\) has no option"),
     (lambda m: extract("x", Zone, model=m, known=["name"]), UsageError, "known= takes a dict"),
+    (lambda m: extract("x", __import__("typing").TypedDict("Pair", {"a": int}), model=m), SchemaError,
+     r"not a pydantic model class or a JSON Schema; for a dataclass or a TypedDict, .*TypeAdapter\(it\)"),
     (lambda m: extract("x", Zone, model=m, known={"nmae": "a"}), UsageError, "no field `nmae`; did you mean `name`"),
     (lambda m: extract("x", Zone, model=m, known={"kind": object()}), UsageError, "`kind`"),
     (lambda m: extract("x", Plot, model=m, known={"area.kind": "box", "area<round>.radius": 2.0}), UsageError,

@@ -73,3 +73,13 @@ def test_a_malformed_pattern_says_what_is_wrong_with_it():
     with pytest.raises(SchemaError, match=r"'\(\[' is no regular expression Python's re reads \(unterminated "
                                           r"character set at position 1\)"):
         valid_schema({"type": "string", "pattern": "(["})
+
+
+def test_a_draft_4_bound_in_a_schema_that_names_no_draft_says_how_to_name_it():
+    from clover_struct.errors import SchemaError
+    from clover_struct.validation import valid_schema
+
+    with pytest.raises(SchemaError, match=r"a boolean exclusiveMinimum is draft 4's: say so with \"\$schema\""):
+        valid_schema({"type": "number", "minimum": 0, "exclusiveMinimum": True})
+    valid_schema({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 0,
+                  "exclusiveMinimum": True})

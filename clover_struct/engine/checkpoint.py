@@ -180,10 +180,10 @@ def state_dict_from_files(files: list[Path], found: dict, model: CloverModel) ->
                               f"{' …' if len(unexpected) > 5 else ''}; they do not belong to a "
                               f"{model.config.num_hidden_layers}-layer model with layer types "
                               f"{sorted(set(model.config.layer_types))}")
-    tensors = {name: read_tensor(key, where) for name, (key, where) in out.items()}
-    if both := [FUSED.format(layer, "gate_up_proj") for layer in experts if FUSED.format(layer, "gate_up_proj") in out]:
+    if both := [name for layer in experts if (name := FUSED.format(layer, "gate_up_proj")) in out]:
         raise CheckpointError(f"{files[0].parent}: {out[both[0]][0]} is stored fused and per expert too; a tensor "
                               "is stored once: drop one copy")
+    tensors = {name: read_tensor(key, where) for name, (key, where) in out.items()}
     for layer, parts in experts.items():
         missing = [f"model.layers.{layer}.mlp.experts.{e}.{p}.weight" for e in range(E)
                    for p in ("gate_proj", "up_proj", "down_proj") if (e, p) not in parts]
@@ -325,7 +325,7 @@ def check_special(root: Path, tokenizer: Tokenizer | None, ids: list[tuple[str, 
             raise CheckpointError(f"{root / 'config.json'}: {key}={value} is {tokenizer.decode([value])!r} in "
                                   "tokenizer.json, not a special token: the tokenizer belongs to another model, "
                                   "or the id is wrong")
-    roles = {key: value for key, value in given if key in ("pad_token_id", "mask_token_id")}
+    roles = dict(given)
     if len(roles) == 2 and len(set(roles.values())) == 1:
         raise CheckpointError(f"{root / 'config.json'}: pad_token_id and mask_token_id are both {roles['pad_token_id']}; "
                               "a masked position and padding must differ: fix config.json")

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Marks that mean degrees, minutes, seconds (and the minus sign), mapped before NFKC (which would turn º into
-# 'o' and ″ into two primes).
+# Marks that mean degrees, minutes, seconds (and the minus sign), mapped before NFKC (which
+# would turn º into 'o' and ″ into two primes).
 _MARKS = str.maketrans({"º": "°", "˚": "°", "度": "°", "′": "'", "’": "'", "‘": "'", "´": "'", "分": "'",
                         "″": '"', "“": '"', "”": '"', "秒": '"', "−": "-"})
 _CHINESE_HEMISPHERES = {"北纬": "N", "北緯": "N", "南纬": "S", "南緯": "S",

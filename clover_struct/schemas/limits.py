@@ -1,10 +1,11 @@
 """Read a radius or a vertical limit, copied verbatim from a notice, into metres.
 
-Radii: ``0.2NM``, ``5 NM``, ``2KM``, ``500M``, ``1000 FT``, ``半径500米``, ``半径2公里``,
-``radius of 3 kilometres``, ``1NM RADIUS``. Vertical limits: ``SFC``/``GND``/``地面``
+Radii: ``0.2NM``, ``5 NM``, ``2KM``, ``500M``, ``1000 FT``, ``3 statute miles``, ``半径500米``,
+``半径2公里``, ``radius of 3 kilometres``, ``1NM RADIUS``. Vertical limits: ``SFC``/``GND``/``地面``
 (0 m AGL), ``UNL`` (unlimited), flight levels ``FL100``/``FL 245`` (STD, 100 ft each),
-``2300FT AMSL``, ``500 FT MSL``, ``1.200 FT AMSL`` (a thousands separator), ``1200M AMSL``, ``400ft AGL``, ``up to 1,200 ft above
-ground``, ``MAX HGT 500FT AGL``, ``真高120米以下`` (AGL), ``海拔1200米`` (AMSL), ``120米``.
+``2300FT AMSL``, ``500 FT MSL``, ``1200M AMSL``, ``400ft AGL``, ``1.5 km``, ``up to 1,200 ft above
+ground``, ``MAX HGT 500FT AGL``, ``真高120米以下`` (AGL), ``海拔1200米`` (AMSL), ``120米``. Thousands
+may be grouped with commas, spaces (``1 200 FT``) or, in feet and metres, points (``1.200 FT``).
 Lowercase, full-width characters and line breaks inside a piece are accepted.
 Knows nothing of schemas, models or which item of a notice a piece came from.
 """
