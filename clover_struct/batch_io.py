@@ -387,8 +387,13 @@ class OutputLock:
     it ends; the file holds the holder's pid and is removed on release."""
 
     def __init__(self, out: Path):
-        real = Path(os.path.realpath(out))   # (OUT reached through a link is the same OUT)
-        self.out, self.path, self.fd = out, real.with_name(real.name + ".lock"), None
+        self.out, self.path, self.fd = out, self.of(out), None
+
+    @staticmethod
+    def of(out: Path) -> Path:
+        """OUT's lock file, beside the file OUT is (OUT reached through a link is the same OUT)."""
+        real = Path(os.path.realpath(out))
+        return real.with_name(real.name + ".lock")
 
     def __enter__(self):
         if fcntl is None:

@@ -260,7 +260,7 @@ def written_by_a_run(out: Path) -> list[Path]:
     """OUT, its errors file and what a run keeps beside them (settings, locks): no folder or glob
     among the inputs reads these."""
     err = error_path(out)
-    return [out, err, settings_path(out)] + [Path(os.path.realpath(p) + ".lock") for p in (out, err)]
+    return [out, err, settings_path(out), OutputLock.of(out), OutputLock.of(err)]
 
 
 def _sharing_errors(out: Path) -> Path | None:
