@@ -66,6 +66,13 @@ def test_reads_a_boundary_that_gives_longitude_first(model):
     assert zone.valid_from == datetime(2032, 5, 3, 0, 0, tzinfo=timezone.utc)
 
 
+def test_reads_a_centre_written_with_decimal_commas(model):
+    """A centre written with decimal commas had no pattern to copy it under: no zone."""
+    zone = extract("Drone flights prohibited within 2 km of 51,5074N 0,1278W from SFC up to 120 m AGL, "
+                   "2027-05-12 08:00 to 2027-05-12 18:00 UTC.", NoFlyZone, model=model)
+    assert (zone.center_lat, zone.center_lon, zone.radius_m) == (51.5074, -0.1278, 2000.0)
+
+
 # Written for this test: English drone notices stating their reason in several words.
 REASONS = {"Due to the Harbour Lights Festival, drones must not fly within 2 km of 22.3000, 114.1700 from the "
            "surface up to 120 m AGL, from 3 May 2032 18:00 until 3 May 2032 23:00 local time (UTC+8).":

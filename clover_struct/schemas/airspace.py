@@ -55,7 +55,7 @@ def _words(*words: str) -> str:
 # -- what a copied piece may look like (the readers decide what it means) ----------------------------
 # Degrees, minutes and seconds digit by digit, so a piece the automaton lets through reads
 # (a compact latitude has 2, 4 or 6 digits, a longitude 3, 5 or 7; minutes and seconds < 60).
-_DEC = r"(\.\d{1,8})?"
+_DEC = r"([.,]\d{1,8})?"   # a decimal point or comma: 51,5074N
 _MS = r"[0-5]\d"
 _DEG = {"lat": r"([0-8]\d|90)", "lon": r"(0\d\d|1[0-7]\d|180)"}
 _DEG_FREE = {"lat": r"([0-8]?\d|90)", "lon": r"(1[0-7]\d|180|0?\d?\d)"}   # degrees not padded to a width

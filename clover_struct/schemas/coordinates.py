@@ -8,7 +8,8 @@ notices or named in the no-fly-zone issue:
   ``N2609``, ``E11430``, pairs ``253000N1213000E``, ``N354800E0982500``, Q-line ``5502N00141W``;
 - spaced groups, minutes and seconds of two digits: ``S05 59 00``, ``43 49 48 S``, ``E 094 23 00``;
 - symbols: ``40°26'46"N``, ``40°26.767'N``, ``N 22°32′35″``;
-- decimal degrees with a hemisphere (``31.2304N``) or a sign (``-122.42``);
+- decimal degrees with a hemisphere (``31.2304N``) or a sign (``-122.42``); with a hemisphere
+  or a degree mark, a decimal comma too (``51,5074N``, ``51,5074°``);
 - Chinese: ``北纬22.5431度``, ``东经114度03分28秒``, ``北纬31度14分``;
 - a line break inside a number where a notice wraps its line (``N40\\n4001``), lowercase,
   full-width digits and punctuation.
@@ -52,7 +53,7 @@ def read_coordinate(text: str, axis: str | None = None) -> float:
     """
     if axis not in (None, "lat", "lon"):
         raise ValueError(f"axis must be 'lat', 'lon' or None, got {axis!r}")
-    s = _normal(text)
+    s = re.sub(r"(?<=\d),(?=\d)", ".", _normal(text))  # a decimal comma: 51,5074N
     lead, sign, body, trail = _SPLIT.fullmatch(s).groups()
     if lead and trail:
         raise ValueError(f"cannot read {text!r} as a coordinate: two hemisphere letters ({lead}, {trail})")
@@ -154,7 +155,7 @@ def _degrees(groups: list[str], text: str) -> float:
 
 
 # -- finding candidate pieces (for measuring) --------------------------------------------------
-_NUM = r"\d+(?:[ \t]*\r?\n[ \t]*\d+)*(?:\.\d+)?"  # digits, perhaps wrapped across a line
+_NUM = r"\d+(?:[ \t]*\r?\n[ \t]*\d+)*(?:[.,]\d+)?"  # digits, perhaps wrapped across a line
 _SPACED_GROUPS = r"\d{1,3}(?:[ \t]+\d{2}){1,2}(?:\.\d+)?"
 _SYM = (r"\d{1,3}(?:\.\d+)?\s*[°º˚度](?:\s*\d{1,2}(?:\.\d+)?\s*['′’分]"
         r"(?:\s*\d{1,2}(?:\.\d+)?\s*(?:[\"″”秒]|'')?)?)?")
