@@ -267,7 +267,10 @@ class PolygonArea(BaseModel):
         points = [p.decimal for p in v]
         if len(set(points)) < 3:
             raise ValueError("an area needs at least three distinct vertices")
-        if MultiPoint([(lon, lat) for lat, lon in unwrapped(points)]).convex_hull.area < 1e-12:
+        ring = unwrapped(points + points[:1])
+        if abs(ring[-1][1] - ring[0][1]) > 180:   # around and back to the start a turn east or west
+            raise ValueError("the boundary goes round a pole, which a footprint in degrees cannot hold")
+        if MultiPoint([(lon, lat) for lat, lon in ring]).convex_hull.area < 1e-12:
             raise ValueError("the vertices lie on one line: they bound no area")
         return v
 

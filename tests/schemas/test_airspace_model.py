@@ -204,6 +204,17 @@ def test_a_small_circle_is_no_circle_round_a_pole():
     assert circle("0.487095", "94.745996", "30 m").radius_m == 30
 
 
+@pytest.mark.parametrize("points", [
+    [("80N", "000E"), ("80N", "120E"), ("80N", "120W")],   # had been refused as 'on one line'
+    [("S80", "E000"), ("S81", "E120"), ("S82", "W120"), ("S80", "E000")],
+    [("60N", "010E"), ("61N", "100E"), ("62N", "170W"), ("63N", "080W")],
+])
+def test_a_boundary_round_a_pole_is_refused_as_such(points):
+    with pytest.raises(ValidationError, match="goes round a pole"):
+        polygon(*points)
+    polygon(*points[:2], ("70N" if "N" in points[0][0] else "S70", "060E"))   # not round it: an area
+
+
 @pytest.mark.parametrize("lat", [60.0, 85.0, 89.0, 89.9, -89.0])
 def test_a_circle_near_a_pole_holds_its_centre_and_edge_or_is_refused(lat):
     """A ring drawn out to hold the circle could pass over the pole and wrap to its far side,
