@@ -97,7 +97,8 @@ class Check:
 
 def _valid_date(text: str, fmt: str) -> bool:
     parse = datetime.date.fromisoformat if fmt == "date" else datetime.datetime.fromisoformat
-    text = text.upper().replace("Z", "+00:00")   # (t and z as RFC 3339 allows; fractions as Python 3.10 reads)
+    text = text.upper().replace("Z", "+00:00")   # (t and z as RFC 3339 allows; fractions, offsets as Python 3.10 reads)
+    text = re.sub(r"([+-][0-9]{2})([0-9]{2})$", r"\1:\2", text)
     try:
         parse(re.sub(r"\.([0-9]+)", lambda m: "." + f"{m[1]:0<6}"[:6], text))
         return True

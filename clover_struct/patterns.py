@@ -99,12 +99,20 @@ FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_D
 _LOWER_OFFSET = _OFFSET.replace("Z", "[Zz]")   # RFC 3339 5.6: t and z may be lower case
 STRICT_FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_FRACTION}{_LOWER_OFFSET}", 24),
                   "date-time": (f"{_DATE}[Tt]{_CLOCK}{_FRACTION}{_LOWER_OFFSET}", 35)}
+# A pydantic time copied from the text is taken as pydantic reads it, whole: minutes without seconds,
+# a fraction, a space or lower-case t, an offset without its colon or a lower-case z (the trained
+# layout above had stopped a copy at the fraction and lost its Z: a naive time).
+_HM = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]+)?)?"
+_WIDE_OFFSET = r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
+COPIED_TIMES = {"time": (f"{_HM}{_WIDE_OFFSET}?", 24), "date-time": (f"{_DATE}[Tt ]{_HM}{_WIDE_OFFSET}?", 35),
+                "date-time-aware": (f"{_DATE}[Tt ]{_HM}{_WIDE_OFFSET}", 35),
+                "date-time-naive": (f"{_DATE}[Tt ]{_HM}", 29)}
 NO_FORMATS = {"binary": "bytes cannot be laid out; use str"}
 CALENDAR_FORMATS = ("date", "date-time", "date-time-aware", "date-time-naive")   # a real date: a check
 
 
 def string_content(s: dict, path: str, strict: bool = True, default_tokens: int = DEFAULT_STRING_TOKENS,
-                   quoted: bool = False, letter_tokens: int = 1
+                   quoted: bool = False, letter_tokens: int = 1, copied: bool = False
                    ) -> tuple[str, int, tuple | None, list[tuple], str | None]:
     """A string schema's slot: (content regex, tokens its longest value takes, (min, max) length for
     the automaton's counter or None, [(check op, bound)], the format's content regex where a
@@ -112,12 +120,13 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
     format the automaton runs both regexes at once; an unknown format is an annotation. `quoted`:
     the regex stands between quotes (a nullable string's, one in a value's expression).
     `letter_tokens`: tokens a letter of the text may take (vocab.letter_tokens), which a free
-    string's max_length counts; a pattern's or a format's characters count one each."""
+    string's max_length counts; a pattern's or a format's characters count one each. `copied`:
+    a verbatim field's, whose pydantic times are COPIED_TIMES."""
     fmt, lo, hi, pattern = s.get("format"), s.get("minLength", 0), s.get("maxLength"), s.get("pattern")
     pattern = pattern if pattern is None else anchored_once(pattern)
     if pattern is not None and (run := one_run(pattern)):   # its count is a length bound: the counter's
         pattern, lo, hi = f"^{run[0]}*$", max(lo, run[1]), run[2] if hi is None else min(hi, run[2])
-    formats = STRICT_FORMATS if strict else FORMATS
+    formats = STRICT_FORMATS if strict else {**FORMATS, **COPIED_TIMES} if copied else FORMATS
     if fmt in NO_FORMATS and not strict:   # a pydantic bytes field; in a JSON Schema, an annotation
         raise SchemaError(path, NO_FORMATS[fmt])
     if hi is not None and hi < lo:

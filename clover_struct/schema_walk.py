@@ -501,7 +501,8 @@ class Builder:
                                     "would have to write with its quotes escaped; declare the field as its inner "
                                     "type (Json[list[int]] -> list[int])")
         content, size, length, checks, also = string_content(s, path, self.strict, self.options.default_tokens,
-                                                             quoted=nullable, letter_tokens=self.options.letter_tokens)
+                                                             quoted=nullable, letter_tokens=self.options.letter_tokens,
+                                                             copied=bool(s.get("verbatim")))
         parent, _, _ = path.rpartition(".")
         before, beside = (s.get(key) and (f"{parent}.{s[key]}" if parent else s[key]) for key in SIBLING_KEYS)
         size = min(size, STRING_TOKENS_CAP)

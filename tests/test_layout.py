@@ -523,6 +523,29 @@ def test_pydantic_formats_are_laid_out_as_pydantic_reads_them(toy_tokenizer):
         assert not any(takes(text) for text in bad), s.path
 
 
+def test_a_copied_time_is_taken_whole_as_pydantic_reads_it(toy_tokenizer):
+    """A verbatim time's pattern had been the trained layout's (whole seconds): a copy of
+    '2027-05-12T08:00:00.5Z' stopped at the fraction and read as a naive time."""
+    import datetime as dt
+
+    from pydantic import AwareDatetime, NaiveDatetime, TypeAdapter
+
+    copied = {"json_schema_extra": {"verbatim": True}}
+    fields = {"at": AwareDatetime, "local": NaiveDatetime, "any": dt.datetime, "clock": dt.time}
+    forms = {"at": (["2027-05-12T08:00:00.5Z", "2027-05-12 08:00+0200", "2027-05-12t08:00:00z"],
+                    ["2027-05-12T08:00:00", "2027-05-12T08:00+02"]),
+             "local": (["2027-05-12 08:00", "2027-05-12T08:00:00.125"], ["2027-05-12T08:00Z"]),
+             "any": (["2027-05-12T08:00:00.5Z", "2027-05-12 08:00"], ["2027-05-12", "2027-02-30T08:00"]),
+             "clock": (["19:30", "19:30:15.25Z", "19:30+05:30"], ["19", "24:00"])}
+    c = build_canvas(model(**{k: (t, Field(**copied)) for k, t in fields.items()}), toy_tokenizer)
+    for s in c.slots:
+        good, bad = forms[s.path]
+        takes = lambda text: re.fullmatch(s.pattern, text) and not s.violation(text)  # noqa: E731
+        for text in good:
+            assert takes(text) and TypeAdapter(fields[s.path]).validate_python(text), text
+        assert not any(takes(text) for text in bad), s.path
+
+
 def test_backslash_d_means_ascii_digits(toy_tokenizer):
     class Coord(BaseModel):
         lat: str = Field(pattern=r"^\d{4}[NS\d]$")
