@@ -110,12 +110,16 @@ def records(paths, text_field: str, truncate: bool = False):
                         yield str(path), None, "JSON lines in UTF-16: convert the file to UTF-8 (iconv -t UTF-8)"
                         continue
                     f.seek(0)
+                    records = 0
                     for n, raw in _lines(f):
                         raw = raw.removeprefix(codecs.BOM_UTF8) if n == 1 and raw else raw   # Notepad's mark
                         if raw is None:
                             yield f"{path}:{n}", None, f"the line is over {_size(MAX_TEXT_BYTES)}; split it"
                         elif raw.strip():
                             yield (f"{path}:{n}", *_line_text(raw, text_field))
+                        records += raw is None or bool(raw.strip())
+                    if not records:   # a row says so: the file is not passed over in silence
+                        yield str(path), None, "the file holds no JSON line (it is empty or blank): nothing to extract"
                 continue
             if info.st_size > MAX_TEXT_BYTES and not truncate:
                 yield (str(path), None, f"the file is {_size(info.st_size)}; texts over {_size(MAX_TEXT_BYTES)} "

@@ -78,6 +78,8 @@ def test_bad_records_go_to_the_errors_file_and_the_good_ones_are_written(tmp_pat
     (d / "long.txt").write_text("x" * (CONTEXT + 50))                 # longer than the context
     (d / "feed.jsonl").write_text('{"text": "zone three"}\n{not json\n{"body": "no text field"}\n'
                                   '{"text": 5}\n\n[1, 2]\n{"text": "zone four", "id": 4}\n')
+    (d / "none.jsonl").write_text("")                                 # a row says each holds no line
+    (d / "blank.ndjson").write_text("\n \n")
     (d / "photo.png").write_bytes(b"\x89PNG")                         # a directory skips other suffixes
     (d / "sub" / "c.txt").write_text("zone five")
     out = d / "zones.jsonl"                                           # inside the input: never read back
@@ -92,12 +94,13 @@ def test_bad_records_go_to_the_errors_file_and_the_good_ones_are_written(tmp_pat
     errors = {e["source"].removeprefix(str(d) + "/"): e["error"] for e in lines(d / "zones.errors.jsonl")}
     expected = {"bin.txt": "binary", "dangling.txt": "cannot read", "empty.txt": "empty",
                 "long.txt": "tokens", "feed.jsonl:2": "invalid JSON", "feed.jsonl:3": "--text-field",
-                "feed.jsonl:4": "not a string", "feed.jsonl:6": "not a JSON object"}
+                "feed.jsonl:4": "not a string", "feed.jsonl:6": "not a JSON object",
+                "none.jsonl": "no JSON line", "blank.ndjson": "no JSON line"}
     assert set(errors) == set(expected)
     for source, word in expected.items():
         assert word in errors[source], (source, errors[source])
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "5 succeeded, 8 failed" in err[0] and "zones.errors.jsonl" in err[0]
+    assert len(err) == 1 and "5 succeeded, 10 failed" in err[0] and "zones.errors.jsonl" in err[0]
 
 
 def test_each_record_carries_its_confidence_and_min_confidence_sets_the_unsure_aside(tmp_path, model_dir,
