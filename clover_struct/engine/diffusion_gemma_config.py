@@ -12,6 +12,7 @@ weights, tensors or schemas.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 
@@ -22,6 +23,15 @@ SLIDING, FULL = "sliding_attention", "full_attention"
 # transformers' defaults when config.json gives no rope_parameters
 DEFAULT_ROPE = {SLIDING: {"rope_type": "default", "rope_theta": 10_000.0},
                 FULL: {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0}}
+
+
+def _caller_level() -> int:
+    """The `stacklevel` of the first caller outside this package, for a warning raised by the
+    function that calls this one: the warning names the user's line, not ours."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("clover_struct."):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @dataclass
@@ -108,7 +118,8 @@ class DiffusionGemmaConfig:
         if not isinstance(text, dict):
             raise CheckpointError(f"{source}: a diffusion_gemma config needs a text_config object")
         if d.get("vision_config"):
-            warnings.warn(f"{source}: the vision tower is ignored; DiffusionGemma runs on text only", stacklevel=3)
+            warnings.warn(f"{source}: the vision tower is ignored; DiffusionGemma runs on text only",
+                          stacklevel=_caller_level())
         if d.get("tie_word_embeddings", True) is False or text.get("tie_word_embeddings", True) is False:
             raise CheckpointError(f"{source}: tie_word_embeddings=false (separate encoder, decoder and output "
                                   "weights) is not supported")

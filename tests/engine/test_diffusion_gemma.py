@@ -223,8 +223,9 @@ def test_gemma4_spelling_of_the_full_attention_shape():
 
 
 def test_the_vision_tower_is_ignored_with_a_notice(saved):
-    with pytest.warns(UserWarning, match="vision tower is ignored"):
+    with pytest.warns(UserWarning, match="vision tower is ignored") as notices:
         load_model(saved)
+    assert notices[0].filename == __file__   # the line that loaded it (it had named checkpoint.py)
 
 
 def test_tokenizer_and_chat_template(saved, tmp_path):
