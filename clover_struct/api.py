@@ -402,8 +402,8 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
 def _as_json(value):
     """A value of a Python type JSON holds as text or a number (a date, a UUID, a Decimal) as
     that JSON value; any other as it is."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, Decimal):   # written digit for digit (a float would round past 15 digits)
+        return int(value) if value == value.to_integral_value() else value
     if isinstance(value, (str, int, float, bool, type(None), list, dict)):
         return value
     if hasattr(value, "get_secret_value"):   # a SecretStr: its secret (its JSON is the mask, ******)
@@ -442,7 +442,7 @@ def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
     if broken := [why for check in slot.checks if (why := check.violation(slot.value(text)))]:   # (no grammar's)
         raise UsageError(f"known: {value!r} is not a value field `{path}` can hold ({broken[0]}); give one its "
                          "constraint allows (clover-struct schema SPEC prints them)")
-    if isinstance(value, float) and slot.value(text) != value:
+    if isinstance(value, float) and slot.value(text) != value or isinstance(value, Decimal) and Decimal(text) != value:
         raise UsageError(f"known: field `{path}` writes {value!r} as {text} (numbers keep at most "
                          f"{FLOAT_FRACTION_DIGITS} decimals); give the value as it is written")
     return ids

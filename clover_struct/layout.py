@@ -59,6 +59,7 @@ import operator
 import re
 from collections import namedtuple
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from .errors import ExtractionError, SchemaError
@@ -179,11 +180,11 @@ class Slot:
             if not isinstance(value, dict):
                 raise ValueError(f"field `{self.path}` needs an object, got {value!r}")
             return "".join(p if isinstance(p, str) else p[1].render(value.get(p[0])) for p in self.variant(value))
-        if isinstance(value, float) and self.kind != "choice":   # a choice is written as its enum's JSON: 8.0
+        if isinstance(value, (float, Decimal)) and self.kind != "choice":   # a choice is written as its enum's JSON: 8.0
             text = f"{value:.{FLOAT_FRACTION_DIGITS}f}".rstrip("0").rstrip(".")   # no exponent
             text = "0" if text == "-0" else text
         else:
-            text = json.dumps(value, ensure_ascii=False)
+            text = json.dumps(float(value) if isinstance(value, Decimal) else value, ensure_ascii=False)
         if self.json_kind == "string":
             if not isinstance(value, str):
                 raise ValueError(f"field `{self.path}` needs a string, got {value!r}")

@@ -216,8 +216,15 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
     class Price(BaseModel):   # a bound no grammar holds (max_digits: below 10): a UsageError, as the grammar's
         x: Decimal = Field(max_digits=3, decimal_places=2)
 
-    with pytest.raises(UsageError, match=r"known: 12.5 is not a value field `x` can hold \(12.5 breaks lt 10\)"):
+    with pytest.raises(UsageError, match=r"known: Decimal\('12.5'\) is not a value field `x` can hold \(12.5 breaks lt 10\)"):
         extract("x is 1", Price, model=embedded, known={"x": Decimal("12.5")})
+    class Fine(BaseModel):   # more decimals than a number keeps: named as given (it had been the float's)
+        x: Decimal = Field(max_digits=30, decimal_places=20)
+
+    with pytest.raises(UsageError, match=r"writes Decimal\('1.1234567891'\) as 1.123457 \(numbers keep at most 6"):
+        extract("x is 1", Fine, model=embedded, known={"x": Decimal("1.1234567891")})
+    for x in ("1234567890.123456", "9007199254.740993"):   # the second is no float
+        assert extract("x is 1", Fine, model=embedded, known={"x": Decimal(x)}).x == Decimal(x)
     stamps = {"type": "object", "properties": {"ms": {"type": "integer"}}}   # the cap of an unbounded number, named
     with pytest.raises(UsageError, match="at most 12 integer digits .9 for a non-integer.: give the field a maximum"):
         extract("at 1717000000000", stamps, model=embedded, known={"ms": 1717000000000})
