@@ -422,6 +422,11 @@ def _no_count_met(s: dict) -> str | None:
         least = s.get(lo, 1 if lo == "minContains" else 0)
         if (lo != "minContains" or "contains" in s) and isinstance(s.get(hi), int) and least > s[hi]:
             return f"{lo} {least}{' (its default)' * (lo not in s)} exceeds {hi} {s[hi]}"
+    if kind == "array" and "contains" in s and (need := s.get("minContains", 1)) > 0:
+        if s["contains"] is False:
+            return f"contains is false, which no item matches, and minContains {need}{' (its default)' * ('minContains' not in s)} asks for items that do"
+        if isinstance(s.get("maxItems"), int) and need > s["maxItems"]:
+            return f"minContains {need} exceeds maxItems {s['maxItems']}"
     if kind == "array":
         prefix = s.get("prefixItems") or (s["items"] if isinstance(s.get("items"), list) else [])
         rest = s.get("additionalItems", True) if isinstance(s.get("items"), list) else s.get("items", True)

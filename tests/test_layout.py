@@ -367,6 +367,10 @@ def model(**fields):
      "a", r"minItems 3 unique items \(uniqueItems\) exceeds the 2 values an item may take"),
     ({"type": "object", "properties": {"a": {"type": "array", "contains": {"const": 3}, "maxContains": 0}},
       "required": ["a"]}, "a", r"minContains 1 \(its default\) exceeds maxContains 0"),
+    ({"type": "object", "properties": {"a": {"type": "array", "contains": False}}, "required": ["a"]},   # (decoded,
+     "a", r"contains is false, which no item matches, and minContains 1 \(its default\)"),              # then failed)
+    ({"type": "object", "properties": {"a": {"type": "array", "contains": {}, "minContains": 3, "maxItems": 2}},
+      "required": ["a"]}, "a", "minContains 3 exceeds maxItems 2"),
     ({"type": "object", "properties": {"o": {"type": "object", "properties": {"b": {}}, "minProperties": 2,
                                              "additionalProperties": False}}, "required": ["o"]},
      "o", "minProperties 2 exceeds the 1 keys it allows"),
