@@ -1,6 +1,7 @@
 """The airspace demo: its notices, the geometry it builds from gold zones (GeoJSON, route
 conflicts, figure), and run() end to end on a tiny random model (robustness only)."""
 
+import dataclasses
 import importlib.util
 import io
 import json
@@ -123,6 +124,9 @@ def test_ed318_is_a_dataset_the_eurocae_models_read(gold_volumes):
     assert period["schedule"] == [{"day": ["ANY"], "startTime": "00:00:00Z", "endTime": "04:00:00Z"}]   # in UTC
     with pytest.raises(UsageError, match="alpha-3"):
         ed318(gold_volumes, country="China")
+    named = [dataclasses.replace(v, id=i) for v, i in zip(gold_volumes, ["notam-10", "Z1", "a b", "ok"])]
+    zones = [f["properties"] for f in ed318(named, country="CHN")["features"]]   # ED-318 4.2.5.4: 1-7 of [A-Za-z0-9_-]
+    assert [z["identifier"] for z in zones] == ["Z2", "Z1", "Z3", "ok"]   # (notam-10 had been written)
     with pytest.raises(UsageError, match="volume ids notam-1 are given twice"):   # (the features' ids)
         ed318(gold_volumes + gold_volumes[:1], country="CHN")
 

@@ -6,6 +6,8 @@ Knows nothing of models or decoding: Volumes (geometry.py) in, JSON-ready dicts 
 
 from __future__ import annotations
 
+import itertools
+import re
 from datetime import datetime, timezone
 from typing import Optional
 
@@ -97,10 +99,23 @@ def _clock(minute: int) -> str:
     return "23:59:59Z" if minute == 1440 else f"{minute // 60:02d}:{minute % 60:02d}:00Z"
 
 
-def ed318_zone(v: Volume, country: str, lang: str = "en") -> dict:
+# ED-318 4.2.5.4: a zone's identifier is 1 to 7 letters, digits, '_' or '-'
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_-]{1,7}")
+
+
+def _identifiers(ids: list[str]) -> list[str]:
+    """ED-318 identifiers for volumes of these ids: the id where it is one, else Z and a number
+    no other zone of the dataset takes (features keep the volumes' order)."""
+    kept = {i for i in ids if _IDENTIFIER.fullmatch(i)}
+    fresh = (z for n in itertools.count(1) if (z := f"Z{n}") not in kept)
+    return [i if i in kept else next(fresh) for i in ids]
+
+
+def ed318_zone(v: Volume, country: str, lang: str = "en", identifier: Optional[str] = None) -> dict:
     """One volume as an ED-318 feature: a circle as a Point with a Circle extent (radius in
     metres), any other area as a Polygon; a UASZone of type PROHIBITED whose applicability is
-    the validity and the daily windows, whose reason is the notice's own words."""
+    the validity and the daily windows, whose reason is the notice's own words. `identifier`:
+    the zone's (ED-318's form), else the volume's id where it has that form."""
     z = v.zone
     if z.radius_m is not None:
         geometry = {"type": "Point", "coordinates": [round(z.center_lon, 7), round(z.center_lat, 7)],
@@ -112,12 +127,13 @@ def ed318_zone(v: Volume, country: str, lang: str = "en") -> dict:
     period = {"startDateTime": _iso(v.valid_from), "endDateTime": _iso(v.valid_to)}
     if daily := _daily(daily_windows(z.schedule), z.utc_offset_hours):
         period["schedule"] = daily
-    zone = {"identifier": v.id, "country": country, "name": [{"text": z.notam_id or v.id, "lang": lang}],
+    identifier = identifier or _identifiers([str(v.id)])[0]
+    zone = {"identifier": identifier, "country": country, "name": [{"text": z.notam_id or v.id, "lang": lang}],
             "type": "PROHIBITED", "variant": "COMMON", "zoneAuthority": [{"purpose": "INFORMATION"}],
             "limitedApplicability": [{k: x for k, x in period.items() if x is not None}]}
     if z.reason:
         zone |= {"reason": ["OTHER"], "otherReasonInfo": [{"text": z.reason, "lang": lang}]}
-    return {"type": "Feature", "properties": zone, "geometry": geometry}   # the id is the identifier
+    return {"type": "Feature", "properties": zone, "geometry": geometry}
 
 
 def ed318(vols: list[Volume], country: str, lang: str = "en") -> dict:
@@ -126,5 +142,7 @@ def ed318(vols: list[Volume], country: str, lang: str = "en") -> dict:
     `lang`: the language tag of the texts."""
     if not (isinstance(country, str) and len(country) == 3 and country.isalpha() and country.isupper()):
         raise UsageError(f"country takes an ISO 3166-1 alpha-3 code such as 'CHN' or 'GBR', not {country!r}")
+    vols = checked(vols)
+    ids = _identifiers([str(v.id) for v in vols])
     return {"type": "FeatureCollection", "metadata": {"provider": [{"text": "clover-struct", "lang": lang}]},
-            "features": [ed318_zone(v, country, lang) for v in checked(vols)]}
+            "features": [ed318_zone(v, country, lang, i) for v, i in zip(vols, ids)]}
