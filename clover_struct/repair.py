@@ -32,7 +32,7 @@ from .decoder import Decoded
 from .errors import ExtractionError, SchemaError
 from .layout import ValidatorFailed, tagged
 from .validation import path_of
-from .verbatim import uncopied
+from .verbatim import uncopied, widen
 
 PLAINEST = ("{}", "[]", '""', "0", "false", "null")   # the emptiest value of each JSON type
 UNRANKED = 4.0  # log-prob penalty, below the lowest remembered, of a token outside the top ones
@@ -112,6 +112,7 @@ def finish(d: Decoded) -> Any:
     """Validate a decoded canvas, falling back to next-best values for fields that fail."""
     canvas = d.canvas
     tried: set[int] = set()
+    widen(d)
     for _ in range(2 * len(canvas.slots) + len(canvas.groups) + 1):   # a field mended, or a part dropped
         try:
             for i, s in enumerate(canvas.slots):

@@ -44,6 +44,7 @@ _FREE_TEXT = (CHAR + "*", f'null|"(?:{CHAR}*)"')   # the patterns of strings tha
 # whose extent only the model can judge, and is copied as free text is.
 _PROSE = ("ab cd", "Ab Cd", "AB CD")
 _IS_PROSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # slot automaton -> prose or not
+_IS_ADDRESS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # slot automaton -> takes a URL or not
 # What may stand between two pieces of one list in the text: punctuation and spaces, and a
 # joining word or an item number or both ("5130N 00010W - 5140N", "... TO 5140N", "\n2. 5140N",
 # "；（2）北纬31.02度").
@@ -289,6 +290,12 @@ class Verbatim:
         if self.inner not in _IS_PROSE:
             _IS_PROSE[self.inner] = any(map(self._takes, _PROSE))
         return _IS_PROSE[self.inner]
+
+    def takes_an_address(self) -> bool:
+        """Whether the pattern takes a web address (a uri or iri format, a URL type)."""
+        if self.inner not in _IS_ADDRESS:
+            _IS_ADDRESS[self.inner] = self._takes("https://example.org/a")
+        return _IS_ADDRESS[self.inner]
 
     def _takes(self, text: str) -> bool:
         """Whether the automaton takes `text`, a token a byte, as a string's whole content (a
@@ -664,6 +671,51 @@ def spans(decoded) -> dict[str, tuple[int, int]]:
             if where is not None:
                 out[canvas.slots[i].path] = where
     return out
+
+
+# What ends a sentence or closes an aside: not the end of a web address copied before it
+_CLOSING = b".,;:!?'\")"
+
+
+def widen(decoded) -> None:
+    """Make each patterned copy whole where the model began or ended it by a piece that is not:
+    a piece the text goes on before, within the run of ASCII characters without a space it
+    stands in, with the pattern accepting the longer piece too, becomes the longest such piece
+    (2001:db8::ff00:42, not its 8::ff00:42; each copy is already the longest on its right,
+    Verbatim._may_stop); a web address loses the sentence's punctuation after it (.../42. and
+    (see https://a.org/x) end at 42 and x). Changes `decoded.ids` and `states` in place."""
+    canvas = decoded.canvas
+    for i, a in enumerate(decoded.automata):
+        if not isinstance(a, Verbatim) or not a.patterned or i in decoded.known or canvas.is_empty(decoded.ids, i):
+            continue
+        slot = canvas.slots[i]
+        if (piece := a.copied_piece(decoded.states[i], canvas.slot_text(decoded.ids, i))) is None:
+            continue
+        start, end = piece
+        data, first = a.source.data, start
+        while first > 0 and data[first - 1] < 128 and data[first - 1] != 32:
+            first -= 1
+        wider = [(lo, end) for lo in range(first, start) if a.source.begin[lo]]
+        if a.takes_an_address() and (cut := _address_end(data, start, end)) < end:
+            wider = [(start, cut)]
+        for lo, hi in wider:
+            content = data[lo:hi].decode()
+            toks = canvas.tokenizer.encode(content if slot.json_kind == "string" else f'"{content}"')
+            if len(toks) <= slot.budget and a.inner.accepts(toks):
+                decoded.ids[slot.start:slot.end] = toks + [canvas.pad_id] * (slot.budget - len(toks))
+                decoded.states[i] = a.initial
+                for t in toks:
+                    decoded.states[i] = a.next(decoded.states[i], t)
+                break
+
+
+def _address_end(data: bytes, start: int, end: int) -> int:
+    """Where a web address copied as data[start:end] ends without the punctuation of the
+    sentence after it (a closing bracket only where the address opened none)."""
+    while end > start and data[end - 1:end] in _CLOSING and \
+            (data[end - 1] != ord(")") or data[start:end].count(b"(") < data[start:end].count(b")")):
+        end -= 1
+    return end
 
 
 def uncopied(decoded) -> tuple[str, str] | None:

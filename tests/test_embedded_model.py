@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Union
 
 import pytest
 import torch
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AnyUrl, BaseModel, Field, IPvAnyAddress, field_validator
 
 import clover_struct
 from clover_struct import ExtractionError, extract, extract_many
@@ -72,6 +72,26 @@ def test_reads_a_centre_written_with_decimal_commas(model):
                    "2027-05-12 08:00 to 2027-05-12 18:00 UTC.", NoFlyZone, model=model)
     assert (zone.center_lat, zone.center_lon, zone.radius_m) == (51.5074, -0.1278, 2000.0)
 
+
+
+class Link(BaseModel):
+    url: AnyUrl = Field(json_schema_extra={"verbatim": True})
+
+
+class Host(BaseModel):
+    address: IPvAnyAddress = Field(json_schema_extra={"verbatim": True})
+
+
+@pytest.mark.parametrize("schema, text, piece", [
+    (Host, "Use 2001:db8::ff00:42:8329 now", "2001:db8::ff00:42:8329"),   # had begun at the 8
+    (Link, "Details are at https://example.com/notice/42.", "https://example.com/notice/42"),   # had kept the .
+    (Link, "See the map (https://maps.example.org/zone?id=7) for the area.", "https://maps.example.org/zone?id=7"),
+    (Link, "Read https://en.wikipedia.org/wiki/Python_(language).", "https://en.wikipedia.org/wiki/Python_(language)"),
+])
+def test_a_copy_is_the_whole_piece_not_a_part_or_the_sentence_s_stop(model, schema, text, piece):
+    record, trace = extract(text, schema, model=model, trace=True)
+    (path, (start, end)), = trace.spans.items()
+    assert text[start:end] == piece and str(getattr(record, path)).rstrip("/") == piece
 
 # Written for this test: English drone notices stating their reason in several words.
 REASONS = {"Due to the Harbour Lights Festival, drones must not fly within 2 km of 22.3000, 114.1700 from the "
