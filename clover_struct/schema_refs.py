@@ -30,6 +30,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
 
 from .errors import SchemaError
 from .patterns import FLOAT_FRACTION_DIGITS, exact, exact_bounds, number_bounds
+from .validation import draft_validator
 
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
@@ -181,9 +182,7 @@ class Document:
         """The `values` that meet `rules` (a value's own keywords: its type, bounds, length,
         pattern, format) as the document's draft reads them; all of them where the rules cannot
         be read (the layout names what is wrong with them)."""
-        import jsonschema
-        cls = jsonschema.validators.validator_for({"$schema": self.draft} if isinstance(self.draft, str) else {},
-                                                  default=jsonschema.Draft202012Validator)
+        cls = draft_validator({"$schema": self.draft})
         check = cls(rules, format_checker=cls.FORMAT_CHECKER)
         try:
             return [v for v in values if check.is_valid(v)]

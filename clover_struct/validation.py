@@ -39,12 +39,30 @@ def path_of(parts) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
 
 
+# `$schema` naming a draft: http or https, with or without its '#' (jsonschema knows each as written)
+_DRAFT = re.compile(r"json-schema\.org/(?:draft-0([3467])|draft/(2019-09|2020-12))/schema#?$")
+
+
+def draft_validator(schema):
+    """The jsonschema validator class of the draft `schema`'s `$schema` names, however its URI
+    is spelt (https://json-schema.org/draft-07/schema# had been read as 2020-12, where
+    `dependencies` is no keyword); 2020-12 where it names none."""
+    import jsonschema
+
+    uri = schema.get("$schema") if isinstance(schema, dict) else None
+    if isinstance(uri, str) and (m := _DRAFT.search(uri.strip())):
+        return {"3": jsonschema.Draft3Validator, "4": jsonschema.Draft4Validator, "6": jsonschema.Draft6Validator,
+                "7": jsonschema.Draft7Validator, "2019-09": jsonschema.Draft201909Validator,
+                "2020-12": jsonschema.Draft202012Validator}[m[1] or m[2]]
+    return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+
+
 def valid_schema(schema):
     """The jsonschema validator class of `schema`'s draft; SchemaError where the schema breaks
     its draft's metaschema (a multipleOf of 0, a negative maxLength)."""
     import jsonschema
 
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = draft_validator(schema)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as e:
@@ -76,7 +94,8 @@ def checker(schema) -> Callable[[Any], None]:
     cls = valid_schema(schema)
     formats = jsonschema.FormatChecker(formats=())
     formats.checkers = {**latest.FORMAT_CHECKER.checkers, **cls.FORMAT_CHECKER.checkers}
-    validator = jsonschema.validators.extend(cls, {"multipleOf": _multiple_of})(schema, format_checker=formats)
+    rules = {"multipleOf": _multiple_of, "type": _or_null(cls.VALIDATORS["type"])}
+    validator = jsonschema.validators.extend(cls, rules)(schema, format_checker=formats)
 
     def check(data) -> None:
         error = best_match(validator.iter_errors(data))
@@ -88,6 +107,16 @@ def checker(schema) -> Callable[[Any], None]:
             rule = (rule, [k for k, item in enumerate(error.instance) if matches(item)])
         raise SchemaRejects(path_of(error.absolute_path), f"the schema rejects the value: {error.message}",
                             error.validator, rule, tuple(error.absolute_path))
+    return check
+
+
+def _or_null(type_rule):
+    """`type` as the schema's draft reads it, null passing where OpenAPI's `nullable: true` (or
+    Swagger's `x-nullable`) allows it, as the layout does."""
+    def check(validator, types, instance, schema):
+        if instance is None and (schema.get("nullable") is True or schema.get("x-nullable") is True):
+            return
+        yield from type_rule(validator, types, instance, schema)
     return check
 
 

@@ -83,3 +83,28 @@ def test_a_draft_4_bound_in_a_schema_that_names_no_draft_says_how_to_name_it():
         valid_schema({"type": "number", "minimum": 0, "exclusiveMinimum": True})
     valid_schema({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number", "minimum": 0,
                   "exclusiveMinimum": True})
+
+
+@pytest.mark.parametrize("uri", ["https://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema",
+                                 "https://json-schema.org/draft-07/schema"])
+def test_a_draft_is_read_however_its_uri_is_spelt(uri):
+    """https://...draft-07/schema# had been read as 2020-12 by the final check (and as draft 7 by
+    the layout): `dependencies` went unchecked and an output broke the schema."""
+    check = checker({"$schema": uri, "properties": {"b": {"type": "integer"}},
+                     "dependencies": {"a": {"properties": {"b": {"const": 1}}}}})
+    check({"a": 5, "b": 1})
+    with pytest.raises(SchemaRejects, match="1 was expected"):
+        check({"a": 5, "b": 0})
+    checker({"$schema": uri.replace("07", "04"), "maximum": 1, "exclusiveMaximum": True})(0)
+
+
+def test_openapi_nullable_lets_null_through_as_the_layout_does():
+    """The layout read `nullable: true` as a null it may write; the check had refused the null."""
+    for key in ("nullable", "x-nullable"):
+        check = checker({"properties": {"a": {"type": "string", key: True, "pattern": "^[0-9]{4}$"}}})
+        check({"a": None})
+        check({"a": "2027"})
+        with pytest.raises(SchemaRejects, match="is not of type 'string'"):
+            check({"a": 5})
+    with pytest.raises(SchemaRejects, match="None is not of type 'string'"):
+        checker({"properties": {"a": {"type": "string", "nullable": False}}})({"a": None})
