@@ -63,7 +63,7 @@ from decimal import Decimal
 from typing import Any
 
 from .errors import ExtractionError, SchemaError
-from .patterns import FLOAT_FRACTION_DIGITS
+from .patterns import FLOAT_FRACTION_DIGITS, exact
 from .validation import path_of
 
 _OPS = {"ge": operator.ge, "gt": operator.gt, "le": operator.le, "lt": operator.lt,
@@ -85,11 +85,11 @@ class Check:
                 ok = _valid_date(value, self.bound)
             elif self.op == "pattern":   # one no automaton holds (look-around, \b): a search, as JSON Schema's
                 ok = re.search(self.bound, value) is not None
-            elif self.op == "multiple_of":
-                ok = abs(value / self.bound - round(value / self.bound)) < 1e-9
+            elif self.op == "multiple_of":   # exactly, on the numbers as written (as the final check)
+                ok = (exact(value) / exact(self.bound)).denominator == 1
             else:
                 ok = _OPS[self.op](len(value) if self.op.endswith("_length") else value, self.bound)
-        except TypeError:
+        except (TypeError, ValueError):   # (a value no number: not one of the multiples)
             ok = False
         except re.error:   # a pattern Python's re cannot read: the final check's validator answers
             ok = True

@@ -699,3 +699,14 @@ def test_a_unions_digits_are_counted_only_among_scalars(toy_tokenizer):
     for kinds in (["object", "integer"], ["object", "integer", "array"]):
         assert "[1-9][0-9]*" in slot(kinds) and "[0-9]{0," not in slot(kinds)
     assert "[0-9]{0," in slot(["integer", "string"])
+
+
+def test_a_multiple_is_checked_exactly_as_the_final_check_does():
+    """A step of 1e-320 had overflowed the float division (an InternalError); the slot's check
+    agrees with the final check's exact rule (0.3 a multiple of 0.1)."""
+    from clover_struct.layout import Check
+
+    assert Check("multiple_of", 1e-320).violation(0.5) is None
+    assert Check("multiple_of", 0.1).violation(0.3) is None
+    assert Check("multiple_of", 0.07).violation(0.5) == "0.5 breaks multiple_of 0.07"
+    assert Check("multiple_of", 2).violation(float("inf")) == "inf breaks multiple_of 2"
