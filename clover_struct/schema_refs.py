@@ -311,6 +311,9 @@ class Document:
                                           "give it a schema a value can satisfy")
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
+            if s.get("not") is True or s.get("not") == {}:
+                raise Unsatisfiable(path, "`not` holds a schema every value meets (true or {}): no value is valid; "
+                                          "remove the field or the not")
             if isinstance(sid := s.get(self.id), str) and not sid.startswith("#") and s is not self.root:
                 out.base = join_uri(out.base, sid)
             if wholes := {k: int(v) for k in _COUNTS if isinstance(v := s.get(k), float) and v.is_integer()}:
@@ -396,6 +399,8 @@ class Document:
                                           "fix the bounds")
             if (why := _no_count_met(s)) is not None:
                 raise Unsatisfiable(path, f"{why}: no value satisfies that; fix the counts")
+            if s.get("type") == "object" and (why := _no_name_met(s)) is not None:
+                raise Unsatisfiable(path, f"{why}: no value satisfies that; fix the names or the keys it requires")
             if "enum" in s and (rules := {k: s[k] for k in SCALAR_RULES if k in s}):
                 kept = self.allowed(rules, s["enum"])
                 if not kept:
@@ -423,7 +428,8 @@ def _no_count_met(s: dict) -> str | None:
             return f"{lo} {least}{' (its default)' * (lo not in s)} exceeds {hi} {s[hi]}"
     if kind == "array" and "contains" in s and (need := s.get("minContains", 1)) > 0:
         if s["contains"] is False:
-            return f"contains is false, which no item matches, and minContains {need}{' (its default)' * ('minContains' not in s)} asks for items that do"
+            default = " (its default)" * ("minContains" not in s)
+            return f"contains is false, which no item matches, and minContains {need}{default} asks for items that do"
         if isinstance(s.get("maxItems"), int) and need > s["maxItems"]:
             return f"minContains {need} exceeds maxItems {s['maxItems']}"
     if kind == "array":
@@ -435,11 +441,43 @@ def _no_count_met(s: dict) -> str | None:
         values = _values_of(rest) if s.get("uniqueItems") is True and not prefix else None
         if values is not None and s.get("minItems", 0) > values:
             return f"minItems {s['minItems']} unique items (uniqueItems) exceeds the {values} values an item may take"
-    keys = len(s.get("properties") or {})
-    if kind == "object" and s.get("additionalProperties") is False and not s.get("patternProperties") \
-            and s.get("minProperties", 0) > keys:
+    if kind != "object":
+        return None
+    keys, required = len(s.get("properties") or {}), _required(s)
+    if s.get("additionalProperties") is False and not s.get("patternProperties") and s.get("minProperties", 0) > keys:
         return f"minProperties {s['minProperties']} exceeds the {keys} keys it allows (additionalProperties false)"
+    if isinstance(s.get("maxProperties"), int) and len(set(required)) > s["maxProperties"]:
+        return f"it requires {len(set(required))} keys, more than maxProperties {s['maxProperties']}"
     return None
+
+
+def _no_name_met(s: dict) -> str | None:
+    """Why no object meets an object schema's propertyNames (None where one may): a key it
+    requires, or any key where it must have one, is no name the rule takes."""
+    names, required = s.get("propertyNames", True), _required(s)
+    if names is False and (required or s.get("minProperties", 0) > 0):
+        return "propertyNames is false, which no key meets, where the object must have a key"
+    if refused := [k for k in required if _refuses_name(names, k)]:
+        return f"the key {refused[0]!r} it requires breaks its propertyNames"
+    return None
+
+
+def _required(s: dict) -> list:
+    """The keys an object schema requires (draft 3's `required: true` is a property's own)."""
+    return [k for k in s["required"] if isinstance(k, str)] if isinstance(s.get("required"), list) else []
+
+
+def _refuses_name(names, key: str) -> bool:
+    """Whether a propertyNames schema, read on its own, refuses `key` (False where it cannot tell:
+    a reference)."""
+    import jsonschema
+
+    if not isinstance(names, dict) or any(k in names for k in REFS):
+        return names is False
+    try:
+        return not jsonschema.Draft202012Validator(names).is_valid(key)
+    except Exception:   # a pattern re cannot read: the metaschema check names it
+        return False
 
 
 def _values_of(item) -> int | None:

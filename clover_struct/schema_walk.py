@@ -458,6 +458,9 @@ class Builder:
                 prefix = [merge(self.doc.resolve(rest, path, base).schema,
                                 self.doc.resolve(s["contains"], path, base).schema, f"{path}[0]")] * need
                 least = max(least, need)
+            except Unsatisfiable:   # no item is both: no list holds the items contains asks for
+                raise Unsatisfiable(path, f"no item meets both its items and its contains schema, and minContains "
+                                          f"{need} asks for such items; fix the two schemas") from None
             except SchemaError:
                 pass   # items and contains do not merge: the final check alone
         if rest is False:

@@ -371,6 +371,15 @@ def model(**fields):
      "a", r"contains is false, which no item matches, and minContains 1 \(its default\)"),              # then failed)
     ({"type": "object", "properties": {"a": {"type": "array", "contains": {}, "minContains": 3, "maxItems": 2}},
       "required": ["a"]}, "a", "minContains 3 exceeds maxItems 2"),
+    # each of these had been decoded, then failed with advice about the text
+    ({"type": "object", "properties": {"a": {"not": {}}}, "required": ["a"]}, "a", "`not` holds a schema every value"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}, "contains": {"type": "string"}}},
+      "required": ["a"]}, "a", "no item meets both its items and its contains schema, and minContains 1"),
+    ({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"], "maxProperties": 1}, "",
+     "it requires 2 keys, more than maxProperties 1"),
+    ({"type": "object", "propertyNames": False, "minProperties": 1}, "", "propertyNames is false"),
+    ({"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "properties": {"A": {}}, "required": ["A"]}, "",
+     "the key 'A' it requires breaks its propertyNames"),
     ({"type": "object", "properties": {"o": {"type": "object", "properties": {"b": {}}, "minProperties": 2,
                                              "additionalProperties": False}}, "required": ["o"]},
      "o", "minProperties 2 exceeds the 1 keys it allows"),
