@@ -453,14 +453,18 @@ class Builder:
             rest = s.get("unevaluatedItems", rest)   # the items past prefixItems no other keyword evaluates
         least, most = s.get("minItems", 0), s.get("maxItems")
         need = int(s.get("minContains", 1)) if s.get("contains") is not None else 0   # (2.0 is an integer)
-        if need >= 1 and not prefix and rest is not False:
-            try:   # the first minContains items are ones `contains` asks for (the check counts the rest)
-                prefix = [merge(self.doc.resolve(rest, path, base).schema,
-                                self.doc.resolve(s["contains"], path, base).schema, f"{path}[0]")] * need
-                least = max(least, need)
-            except Unsatisfiable:   # no item is both: no list holds the items contains asks for
-                raise Unsatisfiable(path, f"no item meets both its items and its contains schema, and minContains "
-                                          f"{need} asks for such items; fix the two schemas") from None
+        # minContains items are ones `contains` asks for, first or right after prefixItems (the check
+        # counts the rest; beside a prefix, only where maxItems and maxContains leave them room)
+        if need >= 1 and rest is not False and (not prefix or "maxContains" not in s
+                                                and (most is None or len(prefix) + need <= most)):
+            try:
+                held = merge(self.doc.resolve(rest, path, base).schema,
+                             self.doc.resolve(s["contains"], path, base).schema, f"{path}[{len(prefix)}]")
+                prefix, least = [*prefix, *[held] * need], max(least, len(prefix) + need)
+            except Unsatisfiable:   # no item past the prefix is both
+                if not prefix:
+                    raise Unsatisfiable(path, f"no item meets both its items and its contains schema, and "
+                                              f"minContains {need} asks for such items; fix the two schemas") from None
             except SchemaError:
                 pass   # items and contains do not merge: the final check alone
         if rest is False:

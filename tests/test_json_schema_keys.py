@@ -561,6 +561,22 @@ def test_the_first_min_contains_items_are_ones_contains_asks_for(toy_tokenizer):
     assert [g.required for g in canvas.groups if g.kind == "item"][:3] == [True, True, False]
 
 
+@pytest.mark.parametrize("draft, tuple_", [(None, {"prefixItems": [{"type": "integer"}], "items": {"type": "string"}}),
+                                           ("http://json-schema.org/draft-07/schema#",
+                                            {"items": [{"type": "integer"}], "additionalItems": {"type": "string"}})])
+def test_items_contains_asks_for_follow_the_prefix(toy_tokenizer, draft, tuple_):
+    """Beside prefixItems, no item had been held to `contains`: a list the model ended early failed
+    the final check on every text. Where maxItems leaves no room, the check alone holds it."""
+    schema = {"type": "object", "properties": {"a": {"type": "array", **tuple_, "contains": {"const": "ok"},
+                                                      "maxItems": 3}}, "required": ["a"]}
+    schema |= {"$schema": draft} if draft else {}
+    canvas = build_canvas(schema, toy_tokenizer)
+    assert [s.path for s in canvas.slots][:2] == ["a[0]", "a[1]"] and canvas.slots[1].choices == ("\"ok\"",)
+    assert [g.required for g in canvas.groups if g.kind == "item"] == [True, True, False]
+    schema["properties"]["a"]["maxItems"] = 1
+    assert [g.required for g in build_canvas(schema, toy_tokenizer).groups if g.kind == "item"] == [False]
+
+
 def test_a_one_of_whole_value_matches_at_most_one_member_a_regex_tells_apart(toy_tokenizer, make_toy_tokenizer,
                                                                              monkeypatch):
     """oneOf exclusivity in the grammar: the slot's automaton takes a text of the union's own regex
