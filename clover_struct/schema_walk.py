@@ -212,8 +212,11 @@ class Builder:
         required = [k for k in s.get("required", []) if k != skip]
         extra = s.get("additionalProperties", True)
         patterns = s.get("patternProperties") or {}
-        for k in dict.fromkeys([*required, *_asked(s)]):   # a key a rule requires that the properties do
-            if k not in props and k != skip:              # not describe: its value as the map's
+        for extra_schema in _conditional(s) if extra in (True, {}) else ():
+            for k, v in (extra_schema.get("properties") or {}).items():
+                props.setdefault(k, v)   # conditional properties: laid out, checked at the end
+        for k in dict.fromkeys([*required, *_asked(s)]):   # a key a rule requires that no properties
+            if k not in props and k != skip:              # describe: its value as the map's
                 matching = [v for p, v in patterns.items() if _search(p, k)]
                 if not matching and extra is False:
                     if k not in required:
@@ -222,9 +225,6 @@ class Builder:
                                                         "additionalProperties is false: no object is valid; add "
                                                         "it to properties")
                 props[k] = matching[0] if matching else extra if isinstance(extra, dict) else {}
-        for extra_schema in _conditional(s) if extra in (True, {}) else ():
-            for k, v in (extra_schema.get("properties") or {}).items():
-                props.setdefault(k, v)   # conditional properties: laid out, checked at the end
         written = _written(s, props, required, skip) if self.strict else required
         room = s.get("maxProperties")
         if room is not None:   # the keys always written first, the optional ones while there is room

@@ -539,6 +539,9 @@ def test_a_key_then_requires_and_else_forbids_may_be_left_out(toy_tokenizer, oth
     assert finish(decoded(toy_tokenizer, schema, {"kind": "a", "x": 3})) == {"kind": "a", "x": 3}
 
 
+DATE = {"type": "string", "format": "date"}
+
+
 @pytest.mark.parametrize("draft, word", [("https://json-schema.org/draft/2020-12/schema", "dependentSchemas"),
                                          ("http://json-schema.org/draft-07/schema#", "dependencies")])
 def test_the_keys_a_dependent_schema_describes_are_laid_out(toy_tokenizer, draft, word):
@@ -549,6 +552,18 @@ def test_the_keys_a_dependent_schema_describes_are_laid_out(toy_tokenizer, draft
     assert {s.path for s in build_canvas(schema, toy_tokenizer).slots} == {"card", "billing"}
     assert keys(schema, toy_tokenizer) == []   # the card is written, so is its billing
     assert finish(decoded(toy_tokenizer, schema, {"card": 41, "billing": "Elm"})) == {"card": 41, "billing": "Elm"}
+
+
+@pytest.mark.parametrize("rule", [
+    {"if": {"properties": {"kind": {"const": "a"}}}, "then": {"properties": {"x": DATE}, "required": ["x"]}},
+    {"dependentSchemas": {"kind": {"properties": {"x": DATE}, "required": ["x"]}}},
+])
+def test_a_key_only_a_branch_describes_is_laid_out_by_that_branch(toy_tokenizer, rule):
+    """x, required and described by a branch alone, had been laid out as any JSON value."""
+    schema = {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}}, "required": ["kind"], **rule}
+    (x,) = [slot for slot in build_canvas(schema, toy_tokenizer).slots if slot.path == "x"]
+    takes = lambda text: any(re.fullmatch(x.pattern, t) for t in (text, f'"{text}"'))  # noqa: E731
+    assert takes("2027-05-12") and not any(map(takes, ("abc", "{}", "12")))
 
 
 def test_the_first_min_contains_items_are_ones_contains_asks_for(toy_tokenizer):
