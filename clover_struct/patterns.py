@@ -124,6 +124,9 @@ def string_content(s: dict, path: str, strict: bool = True, default_tokens: int 
     a verbatim field's, whose pydantic times are COPIED_TIMES."""
     fmt, lo, hi, pattern = s.get("format"), s.get("minLength", 0), s.get("maxLength"), s.get("pattern")
     pattern = pattern if pattern is None else anchored_once(pattern)
+    if pattern is not None and (least := least_width(pattern)) > COUNTED_LENGTH:   # (before any automaton of it)
+        raise SchemaError(path, f"its pattern asks for at least {least} characters, more than the {COUNTED_LENGTH} a "
+                                "string slot is laid out for; lower the pattern's repeat counts")
     if pattern is not None and (run := one_run(pattern)):   # its count is a length bound: the counter's
         pattern, lo, hi = f"^{run[0]}*$", max(lo, run[1]), run[2] if hi is None else min(hi, run[2])
     formats = STRICT_FORMATS if strict else {**FORMATS, **COPIED_TIMES} if copied else FORMATS
@@ -284,6 +287,14 @@ def plain_width(pattern: str) -> int | None:
         return None
     width = tree.getwidth()[1]
     return width if width < _sre.MAXREPEAT and _plain(tree) else None
+
+
+def least_width(pattern: str) -> int:
+    """The fewest characters a text `pattern` matches has (0 where Python's re cannot read it)."""
+    try:
+        return _sre.parse(pattern).getwidth()[0]
+    except (re.error, OverflowError, RecursionError):
+        return 0
 
 
 def _whole(pattern: str):
