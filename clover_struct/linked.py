@@ -28,7 +28,7 @@ import torch
 
 from pydantic import ValidationError
 
-from .api import check_model, default_model, encode_prompt, internal_failure, model_lock, prepare, slot_of_path
+from .api import check_model, default_model, fit_prompt, internal_failure, model_lock, prepare, slot_of_path
 from .decoder import Trace, score_choices
 from .errors import CloverError, ExtractionError, SchemaError, UsageError
 from .layout import ObjectNode, model_validated
@@ -141,7 +141,7 @@ def _decide(text, schema, model, rules, known, joint, trace, truncate):
     for i, k in given.items():
         ids[slots[i].start:slots[i].end] = sets[i].ids[k].tolist()
 
-    prompt = encode_prompt(model, text, canvas, truncate)
+    prompt, text = fit_prompt(model, text, canvas, truncate)   # validators read what the model reads
     try:
         scored, passes = score_choices(model, prompt, canvas, sets, ids)
     except CloverError:

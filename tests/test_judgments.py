@@ -206,11 +206,22 @@ def test_a_json_schemas_own_checks_hold_of_the_answer(toy_tokenizer, joint):
 
 
 def test_decide_reads_the_start_of_a_long_text_when_told(toy_tokenizer):
+    """Its validators read the part the model reads (they had been given the whole text)."""
     model = tiny_model(toy_tokenizer)
     text = "smoke in the cabin " * 2000
     with pytest.raises(ExtractionError, match="pass truncate=True"):
         decide(text, Triage, model=model)
-    assert isinstance(decide(text, Triage, model=model, truncate=True), Triage)
+    seen = []
+
+    class Seen(Triage):
+        @field_validator("*")
+        @classmethod
+        def _read(cls, v, info):
+            seen.append(info.context["text"])
+            return v
+
+    assert isinstance(decide(text, Seen, model=model, truncate=True), Seen)
+    assert seen and all(text.startswith(t) and len(t) < len(text) for t in seen)
 
 
 def test_a_model_without_prefill_step_answers_the_same_in_two_passes(toy_tokenizer):
