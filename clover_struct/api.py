@@ -399,17 +399,32 @@ def _known_ids(canvas, automata, known: dict[str, Any] | None) -> dict[int, list
     return out
 
 
-def _as_json(value):
-    """A value of a Python type JSON holds as text or a number (a date, a UUID, a Decimal) as
-    that JSON value; any other as it is."""
-    if isinstance(value, Decimal):   # written digit for digit (a float would round past 15 digits)
-        return int(value) if value == value.to_integral_value() else value
-    if isinstance(value, (str, int, float, bool, type(None), list, dict)):
+def _as_json(value, inside: bool = False):
+    """A value of a Python type JSON holds as text or a number (a date, a UUID, a Decimal), in a
+    list or dict too, as that JSON value; any other as it is."""
+    if isinstance(value, Decimal):   # alone, written digit for digit (a float would round past 15 digits)
+        return int(value) if value == value.to_integral_value() else float(value) if inside else value
+    if isinstance(value, list):
+        return [_as_json(x, True) for x in value]
+    if isinstance(value, dict):
+        return {k: _as_json(x, True) for k, x in value.items()}
+    if isinstance(value, (str, int, float, bool, type(None))):
         return value
     if hasattr(value, "get_secret_value"):   # a SecretStr: its secret (its JSON is the mask, ******)
         return _as_json(value.get_secret_value())
     from pydantic_core import to_jsonable_python
     return to_jsonable_python(value)
+
+
+def _nested(value) -> bool:
+    """Whether a list or dict holds a list or dict."""
+    return any(isinstance(x, (list, dict)) for x in (value.values() if isinstance(value, dict) else value))
+
+
+def _one_level(slot) -> bool:
+    """Whether a slot's grammar takes lists and objects, but none inside another (a value of any type)."""
+    takes = lambda text: slot.pattern is not None and re.fullmatch(slot.pattern, text) is not None  # noqa: E731
+    return takes("[]") and takes("{}") and not takes("[[]]")
 
 
 def _holds(slot, value, text: str) -> bool:
@@ -431,8 +446,10 @@ def _known_value(slot, automaton, tokenizer, path: str, value) -> list[int]:
     if not automaton.accepts(ids):
         longer = len(ids) > slot.budget and _holds(slot, value, text)
         long = isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= 10 ** FLOAT_INT_DIGITS
+        deep = isinstance(value, (list, dict)) and _nested(value) and _one_level(slot)
         raise UsageError(f"known: {value!r} is not a value field `{path}` can hold; give one its "
                          "constraint allows (clover-struct schema SPEC prints them)"
+                         + ("; a value of any type is held one list or object deep" if deep else "")
                          + (f"; a number with no bound as long is written with at most {INT_DIGITS} integer "
                             f"digits ({FLOAT_INT_DIGITS} for a non-integer): give the field a maximum as long as its "
                             "values" if long else "")

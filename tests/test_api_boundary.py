@@ -225,6 +225,11 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
         extract("x is 1", Fine, model=embedded, known={"x": Decimal("1.1234567891")})
     for x in ("1234567890.123456", "9007199254.740993"):   # the second is no float
         assert extract("x is 1", Fine, model=embedded, known={"x": Decimal(x)}).x == Decimal(x)
+    anything = {"type": "object", "properties": {"v": {}}, "required": ["v"]}   # Decimals inside, the depth named
+    assert extract("v", anything, model=embedded, known={"v": {"a": Decimal("1.5"), "b": Decimal("2")}}) == \
+        {"v": {"a": 1.5, "b": 2}}
+    with pytest.raises(UsageError, match=r"known: \[\[1\]\] is not .*; a value of any type is held one list or object deep"):
+        extract("v", anything, model=embedded, known={"v": [[1]]})
     stamps = {"type": "object", "properties": {"ms": {"type": "integer"}}}   # the cap of an unbounded number, named
     with pytest.raises(UsageError, match="at most 12 integer digits .9 for a non-integer.: give the field a maximum"):
         extract("at 1717000000000", stamps, model=embedded, known={"ms": 1717000000000})
