@@ -50,6 +50,9 @@ def draft_validator(schema):
     import jsonschema
 
     uri = schema.get("$schema") if isinstance(schema, dict) else None
+    if uri is not None and not isinstance(uri, str):
+        raise SchemaError("$schema", f"names the schema's draft by its URI, a string, not {uri!r}: write "
+                                     '"https://json-schema.org/draft/2020-12/schema" or leave $schema out')
     if isinstance(uri, str) and (m := _DRAFT.search(uri.strip())):
         return {"3": jsonschema.Draft3Validator, "4": jsonschema.Draft4Validator, "6": jsonschema.Draft6Validator,
                 "7": jsonschema.Draft7Validator, "2019-09": jsonschema.Draft201909Validator,

@@ -384,6 +384,7 @@ def model(**fields):
                                              "additionalProperties": False}}, "required": ["o"]},
      "o", "minProperties 2 exceeds the 1 keys it allows"),
     (model(s=(str, Field(min_length=10_000))), "s", "lower min_length"),
+    ({"$schema": 5, "type": "string"}, "$schema", "by its URI, a string, not 5"),   # (had been called our bug)
     ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(ab){1000000}$"}}, "required": ["s"]},
      "s", "asks for at least 2000000 characters"),   # refused before its automaton (which had filled the memory)
     (model(j=(__import__("pydantic").Json[list[int]], ...)), "j", r"declare the field as its inner type"),
