@@ -68,7 +68,10 @@ def requested_schema(fmt) -> dict:
         raise ApiError(400, "this server does structured output only: send response_format {\"type\": "
                             "\"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}",
                        param="response_format", code="response_format_required")
-    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if not isinstance(fmt, dict):
+        raise ApiError(400, f"response_format must be an object such as {{\"type\": \"json_schema\", ...}}, got {fmt!r}",
+                       param="response_format")
+    kind = fmt.get("type")
     if kind == "json_schema":
         spec = fmt.get("json_schema")
         if not isinstance(spec, dict) or not isinstance(spec.get("schema"), dict):

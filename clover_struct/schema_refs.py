@@ -413,7 +413,8 @@ class Document:
                 out.nullable = True
             out.schema = s
             return out
-        raise SchemaError(path, "the references here lead only to each other; give the schema a value")
+        raise SchemaError(path, "the references here lead only to each other, or on through more than 256; give "
+                                "the schema a value fewer references away")
 
 
 def _no_count_met(s: dict) -> str | None:

@@ -123,6 +123,9 @@ def test_without_a_response_format_the_answer_says_structured_output_only(client
     assert e.value.body["code"] == "response_format_required"
     with pytest.raises(openai.BadRequestError, match="json_object needs a schema"):
         client.chat.completions.create(model="clover-mini", messages=user("hi"), response_format={"type": "json_object"})
+    with pytest.raises(openai.BadRequestError) as e:   # (it had said: got None)
+        client.chat.completions.create(model="clover-mini", messages=user("hi"), response_format="json")
+    assert e.value.body["message"].startswith("response_format must be an object") and "got 'json'" in e.value.body["message"]
 
 
 def test_a_field_no_valid_value_is_found_for_is_422_with_its_path_and_reason(client):
