@@ -844,9 +844,16 @@ def _written(s, props, required, skip) -> list[str]:
     `required` of then (else) unless else (then) forbids the key, and of the first key-rule
     anyOf/oneOf member that the properties describe (schema_refs' `x-written`); those a written
     key's dependentRequired, or its dependentSchemas' required, names (draft 7: `dependencies`);
-    then the first optional keys while minProperties asks for more."""
+    then the first optional keys while minProperties asks for more. (Under unevaluatedProperties
+    false, a key a branch alone describes is one the other branch forbids.)"""
     branches = s.get("then"), s.get("else")
-    rules = [[k for k in w.get("required", []) if not _forbids(other, k)]
+    closed, own = s.get("unevaluatedProperties") is False, set(s.get("properties") or {})
+
+    def forbidden(other, k) -> bool:
+        described = own | set((other.get("properties") or {}) if isinstance(other, dict) else ())
+        return _forbids(other, k) or closed and k not in described
+
+    rules = [[k for k in w.get("required", []) if not forbidden(other, k)]
              for w, other in (branches, branches[::-1]) if isinstance(w, dict)]
     keys = [k for k in dict.fromkeys([*required, *s.get("x-written", []), *(k for r in rules for k in r)])
             if k in props and k != skip]

@@ -566,6 +566,17 @@ def test_a_key_only_a_branch_describes_is_laid_out_by_that_branch(toy_tokenizer,
     assert takes("2027-05-12") and not any(map(takes, ("abc", "{}", "12")))
 
 
+def test_a_branch_s_own_keys_under_unevaluated_properties_false_may_be_left_out(toy_tokenizer):
+    """x and y had both been written always: under unevaluatedProperties false one of them is
+    always unevaluated, so every record failed. Now each is a key the repair may leave out."""
+    schema = {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}}, "required": ["kind"],
+              "if": {"properties": {"kind": {"const": "a"}}},
+              "then": {"properties": {"x": {"type": "integer"}}, "required": ["x"]},
+              "else": {"properties": {"y": {"type": "string", "maxLength": 3}}, "required": ["y"]}}
+    assert keys(schema, toy_tokenizer) == []
+    assert keys({**schema, "unevaluatedProperties": False}, toy_tokenizer) == ["x", "y"]
+
+
 def test_the_first_min_contains_items_are_ones_contains_asks_for(toy_tokenizer):
     """minContains 2: two items held to `contains` by the layout (one had been, so a list the
     model ended early failed the final check on every text)."""
