@@ -69,8 +69,8 @@ def requested_schema(fmt) -> dict:
                             "\"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}",
                        param="response_format", code="response_format_required")
     if not isinstance(fmt, dict):
-        raise ApiError(400, f"response_format must be an object such as {{\"type\": \"json_schema\", ...}}, got {fmt!r}",
-                       param="response_format")
+        raise ApiError(400, f"response_format must be an object such as {{\"type\": \"json_schema\", ...}}, "
+                            f"got {fmt!r}", param="response_format")
     kind = fmt.get("type")
     if kind == "json_schema":
         spec = fmt.get("json_schema")

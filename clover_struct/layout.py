@@ -98,8 +98,8 @@ class Check:
 
 def _valid_date(text: str, fmt: str) -> bool:
     parse = datetime.date.fromisoformat if fmt == "date" else datetime.datetime.fromisoformat
-    text = text.upper().replace("Z", "+00:00")   # (t and z as RFC 3339 allows; fractions, offsets as Python 3.10 reads)
-    text = re.sub(r"([+-][0-9]{2})([0-9]{2})$", r"\1:\2", text)
+    text = text.upper().replace("Z", "+00:00")   # (t and z as RFC 3339 allows)
+    text = re.sub(r"([+-][0-9]{2})([0-9]{2})$", r"\1:\2", text)   # (fractions, offsets as Python 3.10 reads)
     try:
         parse(re.sub(r"\.([0-9]+)", lambda m: "." + f"{m[1]:0<6}"[:6], text))
         return True
@@ -180,7 +180,7 @@ class Slot:
             if not isinstance(value, dict):
                 raise ValueError(f"field `{self.path}` needs an object, got {value!r}")
             return "".join(p if isinstance(p, str) else p[1].render(value.get(p[0])) for p in self.variant(value))
-        if isinstance(value, (float, Decimal)) and self.kind != "choice":   # a choice is written as its enum's JSON: 8.0
+        if isinstance(value, (float, Decimal)) and self.kind != "choice":   # a choice: as its enum's JSON (8.0)
             text = f"{value:.{FLOAT_FRACTION_DIGITS}f}".rstrip("0").rstrip(".")   # no exponent
             text = "0" if text == "-0" else text
         else:

@@ -674,7 +674,7 @@ def spans(decoded) -> dict[str, tuple[int, int]]:
 
 
 # What ends a sentence or closes an aside: not the end of a web address copied before it
-_CLOSING = b".,;:!?'\")"
+_CLOSING = b".,;:!?')"
 
 
 def widen(decoded) -> None:
