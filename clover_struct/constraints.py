@@ -76,6 +76,10 @@ class _Tables:
         self.flag = self._flags(tokenizer, vmap, q0, inside) if length else None
         if self.flag is None:
             length = None          # the pattern does not tell where quotes are: the checks count
+        elif not inside and length[0]:   # a nullable string's null is no string: it meets min_length
+            nulls = [i for b, ids in vmap.items() if b[:1] == b"n" for i in ids if i < vocab_size]
+            self.starts = self.starts.copy()
+            self.starts[0, nulls] = length[0]   # (outside the quotes, only null's first token starts with n)
         self.reach = [int(self.starts[f, toks].max(initial=0)) for f, toks in zip(self.flag, self.toks)] \
             if length else [0] * n   # most characters one token out of q writes
         self.lo, self.hi = length or (0, None)

@@ -307,7 +307,7 @@ def _mended(d: Decoded, i) -> list[int] | None:
         try:
             if s.violation(s.value(canvas.slot_text(trial, i))):
                 continue
-            canvas.validate(trial, d.text)   # also the schema's own checks of this field
+            _validated(d, trial)   # also the schema's own checks of this field, and a copy's
         except ExtractionError as other:
             if _slot_of(canvas, other.path) == i:
                 continue   # still this field; another field's failure is the next round's
@@ -463,7 +463,7 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
                      - cost(d, i, d.ids[canvas.slots[i].start:canvas.slots[i].end]) for i in g.slots)
         if best is None or change < best[0]:
             try:
-                best = (change, trial, canvas.validate(trial, d.text))
+                best = (change, trial, _validated(d, trial))
             except ExtractionError:
                 pass
     for i, s in enumerate(canvas.slots):
@@ -475,7 +475,7 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
                 break   # best first: nothing later in this slot can do better
             trial = d.ids[:s.start] + alt + d.ids[s.end:]
             try:
-                record = canvas.validate(trial, d.text)
+                record = _validated(d, trial)
             except ExtractionError:
                 continue
             best = (alt_cost - own, trial, record)
@@ -484,6 +484,15 @@ def _repair_record(d: Decoded, error: ExtractionError, per_slot: int = 8, pops: 
         raise error
     d.ids = best[1]
     return best[2]
+
+
+def _validated(d: Decoded, ids: list[int]) -> Any:
+    """The record `ids` hold, validated; ExtractionError also where a verbatim value in them is
+    no piece of the text (a repair's change is held to what the model copies, as its first was)."""
+    record = d.canvas.validate(ids, d.text)
+    if (stray := uncopied(replace(d, ids=ids))) is not None:
+        raise ExtractionError(stray[0], f"{stray[1]} is no piece of the text, which the field copies (verbatim)")
+    return record
 
 
 def rescore(d: Decoded, decoded: list[int]) -> None:

@@ -130,6 +130,22 @@ def test_max_length_counts_characters_not_tokens_or_bytes(toy_tokenizer, toy_byt
     assert s.accepts(enc("北京")) and s.accepts(enc("Zoë")) and not s.accepts(enc("北京市!"))
 
 
+@pytest.mark.parametrize("tokenizer", ["toy_tokenizer", "toy_byte_tokenizer"])
+def test_a_nullable_string_with_a_min_length_may_be_null(request, tokenizer):
+    """null had counted as a string of no characters: an Optional[str] with min_length (every
+    Optional URL) could never be null, so a text without one failed."""
+    tok = request.getfixturevalue(tokenizer)
+
+    class M(BaseModel):
+        n: Optional[str] = Field(None, min_length=3, max_length=5)
+        m: Optional[str] = Field(None, min_length=2)
+
+    enc = tok.encode
+    for a in compile_canvas(build_canvas(M, tok)):
+        assert a.accepts(enc("null")) and a.accepts(enc('"nnn"')) and a.accepts(enc('"null"'))
+        assert not any(a.accepts(enc(t)) for t in ('""', '"n"', "nul", '"nul'))
+
+
 class City(BaseModel):
     city: str = Field(max_length=3)
     code: str = Field(pattern=r"^.{0,3}$")
