@@ -168,6 +168,7 @@ class Document:
         # up to draft 7 a $ref stands alone: the keywords beside it are not read
         self.ref_alone = isinstance(draft, str) and bool(re.search(r"draft-0[3-7]/", draft))
         self.draft = draft
+        self.keywords = keywords_of(draft)
         self.base = join_uri(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
         self.ids: dict[str, object] = {}
         self.refs: list[str] = []     # every reference in the document, absolute
@@ -311,7 +312,7 @@ class Document:
                                           "give it a schema a value can satisfy")
             if not isinstance(s, dict):
                 raise SchemaError(path, f"{s!r} is not a JSON Schema (an object or a boolean)")
-            if s.get("not") is True or s.get("not") == {}:
+            if "not" in self.keywords and (s.get("not") is True or s.get("not") == {}):
                 raise Unsatisfiable(path, "`not` holds a schema every value meets (true or {}): no value is valid; "
                                           "remove the field or the not")
             if isinstance(sid := s.get(self.id), str) and not sid.startswith("#") and s is not self.root:
@@ -397,9 +398,9 @@ class Document:
                 kind = "integer" if s["type"] == "integer" else f"number of at most {FLOAT_FRACTION_DIGITS} decimals"
                 raise Unsatisfiable(path, f"no {kind} meets its bounds{' and multipleOf' * ('multipleOf' in s)}; "
                                           "fix the bounds")
-            if (why := _no_count_met(s)) is not None:
+            if (why := _no_count_met(s, self.keywords)) is not None:
                 raise Unsatisfiable(path, f"{why}: no value satisfies that; fix the counts")
-            if s.get("type") == "object" and (why := _no_name_met(s)) is not None:
+            if "propertyNames" in self.keywords and s.get("type") == "object" and (why := _no_name_met(s)):
                 raise Unsatisfiable(path, f"{why}: no value satisfies that; fix the names or the keys it requires")
             if "enum" in s and (rules := {k: s[k] for k in SCALAR_RULES if k in s}):
                 kept = self.allowed(rules, s["enum"])
@@ -417,7 +418,22 @@ class Document:
                                 "the schema a value fewer references away")
 
 
-def _no_count_met(s: dict) -> str | None:
+def keywords_of(draft) -> set[str]:
+    """The keywords of the draft a `$schema` names (2020-12 where none): a word another draft
+    defines is no rule here (draft 4 has no contains, draft 7 no minContains)."""
+    cls = draft_validator({"$schema": draft})
+    counted = cls.VALIDATORS.keys() >= {"unevaluatedItems"}   # (2019-09 on: contains' counts, read inside it)
+    return set(cls.VALIDATORS) | ({"minContains", "maxContains"} if counted else set())
+
+
+def contains_needs(s: dict, keywords: set[str]) -> int:
+    """How many items an array schema's `contains` asks for (0 where it has none)."""
+    if "contains" not in keywords or s.get("contains") is None:
+        return 0
+    return int(s.get("minContains", 1)) if "minContains" in keywords else 1   # (2.0 is an integer)
+
+
+def _no_count_met(s: dict, keywords: set[str]) -> str | None:
     """Why no array or object meets an array or object schema's counts of items and keys (None
     where one may): a least above a most, or more items or keys than the schema lets it have."""
     kind = s.get("type")
@@ -425,9 +441,10 @@ def _no_count_met(s: dict) -> str | None:
              "object": (("minProperties", "maxProperties"),)}.get(kind, ())
     for lo, hi in pairs:
         least = s.get(lo, 1 if lo == "minContains" else 0)
-        if (lo != "minContains" or "contains" in s) and isinstance(s.get(hi), int) and least > s[hi]:
+        if hi in keywords and (lo != "minContains" or "contains" in s) and isinstance(s.get(hi), int) \
+                and least > s[hi]:
             return f"{lo} {least}{' (its default)' * (lo not in s)} exceeds {hi} {s[hi]}"
-    if kind == "array" and "contains" in s and (need := s.get("minContains", 1)) > 0:
+    if kind == "array" and (need := contains_needs(s, keywords)) > 0:
         if s["contains"] is False:
             default = " (its default)" * ("minContains" not in s)
             return f"contains is false, which no item matches, and minContains {need}{default} asks for items that do"
@@ -447,8 +464,9 @@ def _no_count_met(s: dict) -> str | None:
     keys, required = len(s.get("properties") or {}), _required(s)
     if s.get("additionalProperties") is False and not s.get("patternProperties") and s.get("minProperties", 0) > keys:
         return f"minProperties {s['minProperties']} exceeds the {keys} keys it allows (additionalProperties false)"
-    if isinstance(s.get("maxProperties"), int) and len(set(required)) > s["maxProperties"]:
-        return f"it requires {len(set(required))} keys, more than maxProperties {s['maxProperties']}"
+    most = s.get("maxProperties") if "maxProperties" in keywords else None
+    if isinstance(most, int) and len(set(required)) > most:
+        return f"it requires {len(set(required))} keys, more than maxProperties {most}"
     return None
 
 

@@ -33,7 +33,7 @@ from .layout import (Canvas, Check, Group, KeyNode, ListNode, MapNode, ObjectNod
                      tagged)
 from .patterns import (CHAR, COUNTED_LENGTH, DEFAULT_STRING_TOKENS, STRING_TOKENS_CAP, content_pattern, literal,
                        loosened, number_pattern, regular, string_content)
-from .schema_refs import Document, Unsatisfiable, check_nesting, merge, read_schema
+from .schema_refs import Document, Unsatisfiable, check_nesting, contains_needs, merge, read_schema
 from .value_regex import ValueRegex
 from .vocab import per_tokenizer
 
@@ -444,6 +444,20 @@ class Builder:
         pattern = "null|" * nullable + "|".join(f"(?:{p})" for p in patterns)
         return self.slot(path, "value", budget, pattern=pattern, nullable=nullable, union=(key, tuple(members)))
 
+    def _both(self, item, contains, path, base, strict=False) -> dict | None:
+        """The schema of an item that is `item` and meets `contains`: None where the two do not
+        merge, or (not `strict`) where no item is both."""
+        try:
+            both = merge(self.doc.resolve(item, path, base).schema, self.doc.resolve(contains, path, base).schema, path)
+            self.doc.resolve(both, path, base)   # (a const that breaks the type beside it)
+            return both
+        except Unsatisfiable:
+            if strict:
+                raise
+            return None
+        except SchemaError:
+            return None
+
     def array(self, s, path, nullable, tokens, base):
         """Up to maxItems items (or Options.items for an open list), prefixItems first; items past
         minItems are optional (absent ones cost one decision in the block's first step)."""
@@ -452,21 +466,24 @@ class Builder:
         if ("additionalItems" if isinstance(s.get("items"), list) else "items") not in s:
             rest = s.get("unevaluatedItems", rest)   # the items past prefixItems no other keyword evaluates
         least, most = s.get("minItems", 0), s.get("maxItems")
-        need = int(s.get("minContains", 1)) if s.get("contains") is not None else 0   # (2.0 is an integer)
-        # minContains items are ones `contains` asks for, first or right after prefixItems (the check
-        # counts the rest; beside a prefix, only where maxItems and maxContains leave them room)
-        if need >= 1 and rest is not False and (not prefix or "maxContains" not in s
-                                                and (most is None or len(prefix) + need <= most)):
+        need = contains_needs(s, self.doc.keywords)
+        # minContains items are ones `contains` asks for: the first prefix item that may be one (it
+        # and those before it written), else as many right after the prefix where maxItems and
+        # maxContains leave them room, else first (the check counts the rest)
+        first = next((k for k, item in enumerate(prefix) if self._both(item, s["contains"], path, base)), None) \
+            if need else None
+        if first is not None:
+            prefix = [*prefix[:first], self._both(prefix[first], s["contains"], path, base), *prefix[first + 1:]]
+            least = max(least, first + 1)
+        elif need and rest is not False and (not prefix or "maxContains" not in s
+                                             and (most is None or len(prefix) + need <= most)):
             try:
-                held = merge(self.doc.resolve(rest, path, base).schema,
-                             self.doc.resolve(s["contains"], path, base).schema, f"{path}[{len(prefix)}]")
-                prefix, least = [*prefix, *[held] * need], max(least, len(prefix) + need)
+                if (held := self._both(rest, s["contains"], path, base, strict=True)) is not None:
+                    prefix, least = [*prefix, *[held] * need], max(least, len(prefix) + need)
             except Unsatisfiable:   # no item past the prefix is both
                 if not prefix:
                     raise Unsatisfiable(path, f"no item meets both its items and its contains schema, and "
                                               f"minContains {need} asks for such items; fix the two schemas") from None
-            except SchemaError:
-                pass   # items and contains do not merge: the final check alone
         if rest is False:
             most = len(prefix) if most is None else min(most, len(prefix))
         open_list = most is None or most > BOUNDED_ITEMS   # a long bound is laid out as an open list's cap

@@ -603,6 +603,28 @@ def test_items_contains_asks_for_follow_the_prefix(toy_tokenizer, draft, tuple_)
     assert [g.required for g in build_canvas(schema, toy_tokenizer).groups if g.kind == "item"] == [False]
 
 
+def test_a_prefix_item_that_may_meet_contains_is_the_one_held_to_it(toy_tokenizer):
+    """An item after the prefix had been added though the prefix's own could be the one: ['x']
+    was refused as unsatisfiable, and under uniqueItems ['x', 'x'] failed on every text."""
+    schema = {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": {"type": "string"},
+              "contains": {"const": "x"}, "uniqueItems": True}
+    canvas = build_canvas(schema, toy_tokenizer)
+    assert [s.path for s in canvas.slots][:2] == ["[0]", "[1]"] and canvas.slots[1].choices == ('"x"',)
+    assert [g.required for g in canvas.groups if g.kind == "item"][:3] == [True, True, False]
+
+
+@pytest.mark.parametrize("draft, schema", [
+    ("http://json-schema.org/draft-04/schema#", {"type": "array", "items": {"type": "integer"}, "contains": False}),
+    ("http://json-schema.org/draft-04/schema#", {"type": "object", "required": ["a"], "propertyNames": False}),
+    ("http://json-schema.org/draft-07/schema#", {"type": "array", "contains": {}, "minContains": 5, "maxItems": 3}),
+    ("http://json-schema.org/draft-03/schema#", {"type": "object", "not": {}}),
+])
+def test_a_keyword_the_draft_lacks_is_no_rule(toy_tokenizer, draft, schema):
+    """Draft 4 has no contains or propertyNames, draft 7 no minContains, draft 3 no not: such a
+    schema had been refused as unsatisfiable."""
+    build_canvas({"$schema": draft, **schema}, toy_tokenizer)
+
+
 def test_a_one_of_whole_value_matches_at_most_one_member_a_regex_tells_apart(toy_tokenizer, make_toy_tokenizer,
                                                                              monkeypatch):
     """oneOf exclusivity in the grammar: the slot's automaton takes a text of the union's own regex
