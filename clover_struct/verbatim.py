@@ -10,8 +10,9 @@ run of whitespace as one space, and none where a line end cuts a coordinate (`N2
 not empty (a nullable field says it is absent with null), starts and ends at a word edge:
 not inside a run of ASCII digits or of letters, the letters of other alphabets (é, a
 combining accent) counting as letters (`AB12` is no piece of `AB123`, `caf` none of `café`;
-`N` and `005` are pieces of `4730N005`, and in Chinese any run of characters is a piece), and
-neither starts nor ends with a space. Where the text holds no piece the pattern accepts,
+`N` and `005` are pieces of `4730N005`, and in Chinese any run of characters is a piece),
+neither starts nor ends with a space, and does not start at a dash right after a digit (a
+range's: 500-1500 holds no -1500). Where the text holds no piece the pattern accepts,
 the slot goes on under its automaton alone, so a verbatim slot is never stuck where its
 automaton is not; but a union variant with a copy it must make and the text cannot give (a
 circle's radius where none is stated) is not chosen while another variant or null can be
@@ -201,7 +202,8 @@ class Source:
         # nor inside an escape (\u0012: no piece 0012): past the first byte of a character written from a backslash
         first = np.searchsorted(self.origin, self.origin[1:-1])   # per byte from the second: its character's first
         self.edge[1:-1] &= (first == np.arange(1, len(data))) | (data[first] != 92)
-        self.begin = self.edge[:-1] & ~space              # a piece neither starts nor ends with a space
+        self.begin = self.edge[:-1] & ~space              # a piece neither starts nor ends with a space,
+        self.begin[1:] &= ~((data[1:] == 45) & (kind[:-1] == 1))   # nor at a dash after a digit (500-1500: no -1500)
         starting = self.begin[pos]
         self.edge[1:] &= ~space                           # (edge: where a piece may end)
         self.pieces, self.width = pieces, pieces.NEVER + 1
@@ -678,12 +680,14 @@ _CLOSING = b".,;:!?')"
 
 
 def widen(decoded) -> None:
-    """Make each patterned copy whole where the model began or ended it by a piece that is not:
-    a piece the text goes on before, within the run of ASCII characters without a space it
-    stands in, with the pattern accepting the longer piece too, becomes the longest such piece
-    (2001:db8::ff00:42, not its 8::ff00:42; each copy is already the longest on its right,
-    Verbatim._may_stop); a web address loses the sentence's punctuation after it (.../42. and
-    (see https://a.org/x) end at 42 and x). Changes `decoded.ids` and `states` in place."""
+    """Make each patterned copy whole where the model began or ended it inside a piece: a copy
+    begun inside a run of ASCII letters and digits, where the pattern accepts a longer piece
+    from further back in the run of ASCII characters without a space it stands in (a web
+    address: in its run of letters and digits), becomes the longest such piece (2001:db8::ff00:42,
+    not its 8::ff00:42; each copy is already the longest on its right, Verbatim._may_stop); a
+    web address loses the sentence's punctuation after it (.../42. and (see https://a.org/x)
+    end at 42 and x). A copy begun after a separator is as the model began it (10:00 of
+    08:00-10:00, not a time at -10:00). Changes `decoded.ids` and `states` in place."""
     canvas = decoded.canvas
     for i, a in enumerate(decoded.automata):
         if not isinstance(a, Verbatim) or not a.patterned or i in decoded.known or canvas.is_empty(decoded.ids, i):
@@ -692,11 +696,12 @@ def widen(decoded) -> None:
         if (piece := a.copied_piece(decoded.states[i], canvas.slot_text(decoded.ids, i))) is None:
             continue
         start, end = piece
-        data, first = a.source.data, start
-        while first > 0 and data[first - 1] < 128 and data[first - 1] != 32:
-            first -= 1
+        data, first, address = a.source.data, start, a.takes_an_address()
+        if start and _alphanumeric(data[start - 1]):   # begun inside a word: back through its run
+            while first > 0 and (_alphanumeric(data[first - 1]) or not address and 32 < data[first - 1] < 128):
+                first -= 1
         wider = [(lo, end) for lo in range(first, start) if a.source.begin[lo]]
-        if a.takes_an_address() and (cut := _address_end(data, start, end)) < end:
+        if address and (cut := _address_end(data, start, end)) < end:
             wider = [(start, cut)]
         for lo, hi in wider:
             content = data[lo:hi].decode()
@@ -707,6 +712,10 @@ def widen(decoded) -> None:
                 for t in toks:
                     decoded.states[i] = a.next(decoded.states[i], t)
                 break
+
+
+def _alphanumeric(byte: int) -> bool:
+    return 48 <= byte <= 57 or 65 <= byte <= 90 or 97 <= byte <= 122
 
 
 def _address_end(data: bytes, start: int, end: int) -> int:

@@ -82,8 +82,18 @@ class Host(BaseModel):
     address: IPvAnyAddress = Field(json_schema_extra={"verbatim": True})
 
 
+class Address(BaseModel):
+    url: str = Field(json_schema_extra={"verbatim": True, "format": "uri"})
+
+
+class Heights(BaseModel):
+    low: str = Field(pattern=r"^-?[0-9]+$", json_schema_extra={"verbatim": True})
+    high: str = Field(pattern=r"^-?[0-9]+$", json_schema_extra={"verbatim": True})
+
+
 @pytest.mark.parametrize("schema, text, piece", [
     (Host, "Use 2001:db8::ff00:42:8329 now", "2001:db8::ff00:42:8329"),   # had begun at the 8
+    (Address, "LINK:https://a.org/x NOW", "https://a.org/x"),   # begun after a separator: not widened to LINK:
     (Link, "Details are at https://example.com/notice/42.", "https://example.com/notice/42"),   # had kept the .
     (Link, "See the map (https://maps.example.org/zone?id=7) for the area.", "https://maps.example.org/zone?id=7"),
     (Link, "Read https://en.wikipedia.org/wiki/Python_(language).", "https://en.wikipedia.org/wiki/Python_(language)"),
@@ -92,6 +102,11 @@ def test_a_copy_is_the_whole_piece_not_a_part_or_the_sentence_s_stop(model, sche
     record, trace = extract(text, schema, model=model, trace=True)
     (path, (start, end)), = trace.spans.items()
     assert text[start:end] == piece and str(getattr(record, path)).rstrip("/") == piece
+
+
+def test_a_range_s_dash_is_no_minus_sign(model):
+    """A copy begun after a range's dash is not widened over it (1500 of 500-1500 had become -1500)."""
+    assert "-1500" not in extract("ALT 500-1500 FT", Heights, model=model).model_dump().values()
 
 # Written for this test: English drone notices stating their reason in several words.
 REASONS = {"Due to the Harbour Lights Festival, drones must not fly within 2 km of 22.3000, 114.1700 from the "
