@@ -56,15 +56,16 @@ def _words(*words: str) -> str:
 # Degrees, minutes and seconds digit by digit, so a piece the automaton lets through reads
 # (a compact latitude has 2, 4 or 6 digits, a longitude 3, 5 or 7; minutes and seconds < 60).
 _DEC = r"([.,]\d{1,8})?"   # a decimal point or comma: 51,5074N
+_POINT = r"(\.\d{1,8})?"    # after a hemisphere letter, a point only (E00012,5140N: two coordinates)
 _MS = r"[0-5]\d"
 _DEG = {"lat": r"([0-8]\d|90)", "lon": r"(0\d\d|1[0-7]\d|180)"}
 _DEG_FREE = {"lat": r"([0-8]?\d|90)", "lon": r"(1[0-7]\d|180|0?\d?\d)"}   # degrees not padded to a width
 _WIDTHS = {"lat": (4, 6), "lon": (5, 7)}                                # compact DDMM[SS] / DDDMM[SS]
 
 
-def _body(axis: str) -> str:
+def _body(axis: str, dec: str = _DEC) -> str:
     d, free = _DEG[axis], _DEG_FREE[axis]
-    compact = rf"({d}{_MS}{_MS}|{d}{_MS}|{free}){_DEC}"                      # 510718, 2609, 31.2304
+    compact = rf"({d}{_MS}{_MS}|{d}{_MS}|{free}){dec}"                       # 510718, 2609, 31.2304
     # N35 0047: a line end cut the digits (or the decimals) somewhere; they still count as one run
     cuts = [rf"\d{{{k}}} \d{{{n - k}}}" for n in _WIDTHS[axis] for k in range(1, n)]
     whole = "|".join(rf"\d{{{n}}}" for n in _WIDTHS[axis])
@@ -83,7 +84,8 @@ def _coordinate(axis: str, letters: str, words: str) -> str:
     body, free = _body(axis), _DEG_FREE[axis]
     chinese = rf"{free}{_DEC}度|{free}度{_MS}{_DEC}分|{free}度{_MS}分{_MS}{_DEC}秒"   # 22.5431度, 114度03分28秒
     # without a hemisphere, decimal degrees with a sign and a fraction (31.2304, -122.42), never a bare integer
-    return (rf"^([{letters}] ?{body}|{body} ?[{letters}]|({words}) ?({chinese}|{_symbols(axis)}|{free}{_DEC})"
+    return (rf"^([{letters}] ?{_body(axis, _POINT)}|{body} ?[{letters}]"
+            rf"|({words}) ?({chinese}|{_symbols(axis)}|{free}{_DEC})"
             rf"|[+\-−]?{free}\.\d{{1,8}}°?)$")   # 北纬31°10′20″ too; − a minus sign
 
 

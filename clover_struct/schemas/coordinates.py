@@ -9,7 +9,7 @@ notices or named in the no-fly-zone issue:
 - spaced groups, minutes and seconds of two digits: ``S05 59 00``, ``43 49 48 S``, ``E 094 23 00``;
 - symbols: ``40°26'46"N``, ``40°26.767'N``, ``N 22°32′35″``;
 - decimal degrees with a hemisphere (``31.2304N``) or a sign (``-122.42``); with a hemisphere
-  or a degree mark, a decimal comma too (``51,5074N``, ``51,5074°``);
+  after it or a degree mark, a decimal comma too (``51,5074N``, ``51,5074°``);
 - Chinese: ``北纬22.5431度``, ``东经114度03分28秒``, ``北纬31度14分``;
 - a line break inside a number where a notice wraps its line (``N40\\n4001``), lowercase,
   full-width digits and punctuation.
@@ -155,16 +155,17 @@ def _degrees(groups: list[str], text: str) -> float:
 
 
 # -- finding candidate pieces (for measuring) --------------------------------------------------
-_NUM = r"\d+(?:[ \t]*\r?\n[ \t]*\d+)*(?:[.,]\d+)?"  # digits, perhaps wrapped across a line
+_NUM = r"\d+(?:[ \t]*\r?\n[ \t]*\d+)*(?:\.\d+)?"  # digits, perhaps wrapped across a line
 _SPACED_GROUPS = r"\d{1,3}(?:[ \t]+\d{2}){1,2}(?:\.\d+)?"
 _SYM = (r"\d{1,3}(?:\.\d+)?\s*[°º˚度](?:\s*\d{1,2}(?:\.\d+)?\s*['′’分]"
         r"(?:\s*\d{1,2}(?:\.\d+)?\s*(?:[\"″”秒]|'')?)?)?")
 _BODY = rf"(?:{_SYM}|{_SPACED_GROUPS}|{_NUM})"
+_BODY_COMMA = rf"(?:{_SYM}|{_SPACED_GROUPS}|{_NUM}|\d+,\d+)"   # a decimal comma before a hemisphere: 51,5074N
 _PIECE = re.compile(
     rf"(?:{'|'.join(_CHINESE_HEMISPHERES)})\s*{_BODY}"  # 北纬22.5431度
     rf"|(?<![A-Z])[NSEW][ \t]?{_BODY}"  # N2609, E 094 23 00
     # 510718N; not inside a word (EGD809N) but right after a latitude (253000N1213000E)
-    rf"|(?<![\d.])(?<![A-DF-MO-RT-VX-Z]){_BODY}[ \t]?[NSEW](?![A-Z])"
+    rf"|(?<![\d.])(?<![A-DF-MO-RT-VX-Z]){_BODY_COMMA}[ \t]?[NSEW](?![A-Z])"
     r"|(?<![\d.])[+-]?\d{1,3}\.\d{4,}(?![\d.])",  # bare decimal degrees with 4+ decimals
     re.IGNORECASE,
 )

@@ -74,7 +74,7 @@ def test_pieces_are_read():
     ("31.2304", "-121.4737", (31.2304, -121.4737)),
     ("N35 0047", "E120 0943", (35 + 47 / 3600, 120 + 9 / 60 + 43 / 3600)),   # cut by a line end
     ("510718n", "0021047w", (51 + 7 / 60 + 18 / 3600, -(2 + 10 / 60 + 47 / 3600))),
-    ("51,5074N", "W0,1278", (51.5074, -0.1278)),   # decimal commas
+    ("51,5074N", "0,1278W", (51.5074, -0.1278)),   # decimal commas
 ])
 def test_every_notation_of_a_centre(lat, lon, expected):
     z = circle(lat=lat, lon=lon)

@@ -189,6 +189,9 @@ def test_coordinate_pieces_finds_each_coordinate_once():
     pieces = [text[a:b] for a, b in coordinate_pieces(text)]
     assert pieces == ["514219N", "0000746W", "N3333", "E11035", "N3331", "E11048", "N33\n13", "E11045",
                       "北纬22.5431度", "东经114.0579度"]
+    text = "AREA N5130 E00012,5140N 00020E, CENTRE 51,5074N 0,1278W"   # a decimal comma before a hemisphere only
+    assert [text[a:b] for a, b in coordinate_pieces(text)] == ["N5130", "E00012", "5140N", "00020E", "51,5074N",
+                                                               "0,1278W"]
 
 
 # Round trips: a coordinate drawn as whole degrees, minutes and hundredths of seconds, written
