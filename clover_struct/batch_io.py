@@ -264,7 +264,7 @@ def count(paths: list[Path], exclude) -> int | None:
             if (budget := budget - f.stat().st_size) < 0:
                 return None
             with open(f, "rb") as h:
-                n += sum(1 for _, line in _lines(h) if line is None or line.strip())
+                n += max(1, sum(1 for _, line in _lines(h) if line is None or line.strip()))   # (none: a row says so)
         except OSError:
             n += 1   # an unreadable file is one (failed) record
     return n

@@ -101,6 +101,7 @@ def test_bad_records_go_to_the_errors_file_and_the_good_ones_are_written(tmp_pat
         assert word in errors[source], (source, errors[source])
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "5 succeeded, 10 failed" in err[0] and "zones.errors.jsonl" in err[0]
+    assert batch_io.count([d], exclude=[out, d / "zones.errors.jsonl"]) == 15   # the bar's total: every row
 
 
 def test_each_record_carries_its_confidence_and_min_confidence_sets_the_unsure_aside(tmp_path, model_dir,
