@@ -216,7 +216,8 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
     class Price(BaseModel):   # a bound no grammar holds (max_digits: below 10): a UsageError, as the grammar's
         x: Decimal = Field(max_digits=3, decimal_places=2)
 
-    with pytest.raises(UsageError, match=r"known: Decimal\('12.5'\) is not a value field `x` can hold \(12.5 breaks lt 10\)"):
+    with pytest.raises(UsageError, match=r"known: Decimal\('12.5'\) is not a value field `x` can hold "
+                                         r"\(12.5 breaks lt 10\)"):
         extract("x is 1", Price, model=embedded, known={"x": Decimal("12.5")})
     class Fine(BaseModel):   # more decimals than a number keeps: named as given (it had been the float's)
         x: Decimal = Field(max_digits=30, decimal_places=20)
@@ -228,7 +229,8 @@ def test_known_values_are_taken_as_the_schema_takes_them(embedded):
     anything = {"type": "object", "properties": {"v": {}}, "required": ["v"]}   # Decimals inside, the depth named
     assert extract("v", anything, model=embedded, known={"v": {"a": Decimal("1.5"), "b": Decimal("2")}}) == \
         {"v": {"a": 1.5, "b": 2}}
-    with pytest.raises(UsageError, match=r"known: \[\[1\]\] is not .*; a value of any type is held one list or object deep"):
+    with pytest.raises(UsageError, match=r"known: \[\[1\]\] is not .*; a value of any type is held one list or "
+                                         r"object deep"):
         extract("v", anything, model=embedded, known={"v": [[1]]})
     stamps = {"type": "object", "properties": {"ms": {"type": "integer"}}}   # the cap of an unbounded number, named
     with pytest.raises(UsageError, match="at most 12 integer digits .9 for a non-integer.: give the field a maximum"):

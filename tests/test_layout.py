@@ -373,8 +373,9 @@ def model(**fields):
       "required": ["a"]}, "a", "minContains 3 exceeds maxItems 2"),
     # each of these had been decoded, then failed with advice about the text
     ({"type": "object", "properties": {"a": {"not": {}}}, "required": ["a"]}, "a", "`not` holds a schema every value"),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}, "contains": {"type": "string"}}},
-      "required": ["a"]}, "a", "no item meets both its items and its contains schema, and minContains 1"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"},
+                                             "contains": {"type": "string"}}}, "required": ["a"]},
+     "a", "no item meets both its items and its contains schema, and minContains 1"),
     ({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"], "maxProperties": 1}, "",
      "it requires 2 keys, more than maxProperties 1"),
     ({"type": "object", "propertyNames": False, "minProperties": 1}, "", "propertyNames is false"),

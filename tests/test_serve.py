@@ -125,7 +125,8 @@ def test_without_a_response_format_the_answer_says_structured_output_only(client
         client.chat.completions.create(model="clover-mini", messages=user("hi"), response_format={"type": "json_object"})
     with pytest.raises(openai.BadRequestError) as e:   # (it had said: got None)
         client.chat.completions.create(model="clover-mini", messages=user("hi"), response_format="json")
-    assert e.value.body["message"].startswith("response_format must be an object") and "got 'json'" in e.value.body["message"]
+    message = e.value.body["message"]
+    assert message.startswith("response_format must be an object") and "got 'json'" in message
 
 
 def test_a_field_no_valid_value_is_found_for_is_422_with_its_path_and_reason(client):
