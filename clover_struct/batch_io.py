@@ -117,7 +117,7 @@ def records(paths, text_field: str, truncate: bool = False):
                             yield f"{path}:{n}", None, f"the line is over {_size(MAX_TEXT_BYTES)}; split it"
                         elif raw.strip():
                             yield (f"{path}:{n}", *_line_text(raw, text_field))
-                        records += raw is None or bool(raw.strip())
+                        records += _a_record(raw)
                     if not records:   # a row says so: the file is not passed over in silence
                         yield str(path), None, "the file holds no JSON line (it is empty or blank): nothing to extract"
                 continue
@@ -171,6 +171,11 @@ def _lines(f):
                 pass
             raw = None
         yield n, raw
+
+
+def _a_record(line: bytes | None) -> bool:
+    """Whether a JSON lines line is a record (one over the size limit too); a blank one is none."""
+    return line is None or bool(line.strip())
 
 
 def _whole_characters(data: bytes) -> bytes:
@@ -264,7 +269,7 @@ def count(paths: list[Path], exclude) -> int | None:
             if (budget := budget - f.stat().st_size) < 0:
                 return None
             with open(f, "rb") as h:
-                n += max(1, sum(1 for _, line in _lines(h) if line is None or line.strip()))   # (none: a row says so)
+                n += max(1, sum(_a_record(line) for _, line in _lines(h)))   # (none: a row says so)
         except OSError:
             n += 1   # an unreadable file is one (failed) record
     return n

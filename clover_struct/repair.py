@@ -120,9 +120,7 @@ def finish(d: Decoded) -> Any:
                     why = s.violation(s.value(canvas.slot_text(d.ids, i)))
                     if why:
                         raise ExtractionError(s.path, why)
-            if (stray := uncopied(d)) is not None:   # the model copies; it never makes a value up
-                raise ExtractionError(stray[0], f"{stray[1]} is no piece of the text, which the field copies "
-                                                "(verbatim)")
+            _check_copies(d, d.ids)   # the model copies; it never makes a value up
             return canvas.validate(d.ids, d.text)
         except ExtractionError as e:
             i = _slot_of(canvas, e.path)
@@ -490,9 +488,14 @@ def _validated(d: Decoded, ids: list[int]) -> Any:
     """The record `ids` hold, validated; ExtractionError also where a verbatim value in them is
     no piece of the text (a repair's change is held to what the model copies, as its first was)."""
     record = d.canvas.validate(ids, d.text)
+    _check_copies(d, ids)
+    return record
+
+
+def _check_copies(d: Decoded, ids: list[int]) -> None:
+    """ExtractionError where a verbatim value in `ids` is no piece of the text."""
     if (stray := uncopied(replace(d, ids=ids))) is not None:
         raise ExtractionError(stray[0], f"{stray[1]} is no piece of the text, which the field copies (verbatim)")
-    return record
 
 
 def rescore(d: Decoded, decoded: list[int]) -> None:

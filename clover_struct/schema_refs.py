@@ -168,7 +168,8 @@ class Document:
         # up to draft 7 a $ref stands alone: the keywords beside it are not read
         self.ref_alone = isinstance(draft, str) and bool(re.search(r"draft-0[3-7]/", draft))
         self.draft = draft
-        self.keywords = keywords_of(draft)
+        self.validator = draft_validator({"$schema": draft})
+        self.keywords = keywords_of(self.validator)
         self.base = join_uri(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
         self.ids: dict[str, object] = {}
         self.refs: list[str] = []     # every reference in the document, absolute
@@ -183,8 +184,7 @@ class Document:
         """The `values` that meet `rules` (a value's own keywords: its type, bounds, length,
         pattern, format) as the document's draft reads them; all of them where the rules cannot
         be read (the layout names what is wrong with them)."""
-        cls = draft_validator({"$schema": self.draft})
-        check = cls(rules, format_checker=cls.FORMAT_CHECKER)
+        check = self.validator(rules, format_checker=self.validator.FORMAT_CHECKER)
         try:
             return [v for v in values if check.is_valid(v)]
         except Exception:   # a pattern Python's re cannot compile, a bound of the wrong kind
@@ -418,10 +418,9 @@ class Document:
                                 "the schema a value fewer references away")
 
 
-def keywords_of(draft) -> set[str]:
-    """The keywords of the draft a `$schema` names (2020-12 where none): a word another draft
-    defines is no rule here (draft 4 has no contains, draft 7 no minContains)."""
-    cls = draft_validator({"$schema": draft})
+def keywords_of(cls) -> set[str]:
+    """The keywords of a draft's jsonschema validator class: a word another draft defines is no
+    rule here (draft 4 has no contains, draft 7 no minContains)."""
     counted = cls.VALIDATORS.keys() >= {"unevaluatedItems"}   # (2019-09 on: contains' counts, read inside it)
     return set(cls.VALIDATORS) | ({"minContains", "maxContains"} if counted else set())
 

@@ -470,11 +470,11 @@ class Builder:
         # minContains items are ones `contains` asks for: the first prefix item that may be one (it
         # and those before it written), else as many right after the prefix where maxItems and
         # maxContains leave them room, else first (the check counts the rest)
-        first = next((k for k, item in enumerate(prefix) if self._both(item, s["contains"], path, base)), None) \
-            if need else None
+        first = next(((k, both) for k, item in enumerate(prefix)
+                      if (both := self._both(item, s["contains"], path, base)) is not None), None) if need else None
         if first is not None:
-            prefix = [*prefix[:first], self._both(prefix[first], s["contains"], path, base), *prefix[first + 1:]]
-            least = max(least, first + 1)
+            k, both = first
+            prefix, least = [*prefix[:k], both, *prefix[k + 1:]], max(least, k + 1)
         elif need and rest is not False and (not prefix or "maxContains" not in s
                                              and (most is None or len(prefix) + need <= most)):
             try:
