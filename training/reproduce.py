@@ -1,6 +1,6 @@
 """Trains the shipped clover-mini again, stage after stage, or its autoregressive twin.
 
-    python -m training.reproduce --out runs/mini [--device cuda] [--twin] [--dry-run]
+    python -m training.reproduce --out runs/mini [--device cuda] [--threads N] [--twin] [--dry-run]
 
 The stages are those recorded beside the shipped model (training.json, which the model
 card prints). Each runs `training.train` with its recorded settings into OUT-1, OUT-2, ...,
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="the last stage's directory; stage k goes to OUT-k before it")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads (training.train --threads)")
     ap.add_argument("--twin", action="store_true", help="the autoregressive twin (--objective causal)")
     ap.add_argument("--model", type=Path, default=SHIPPED, help="the model whose stages to repeat")
     ap.add_argument("--dry-run", action="store_true", help="print the stages' commands, train nothing")
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                        if done is not None else
                        stage_argv(stage, out, init, args.device, args.twin, args.model / "tokenizer.json"))
             doing = f"resuming at step {done}" if done is not None else "training"
+            command += ["--threads", str(args.threads)]
             print(f"stage {k}: {doing}: python -m training.train {shlex.join(command)}", flush=True)
             if not args.dry_run:
                 train.main(command)

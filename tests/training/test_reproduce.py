@@ -30,12 +30,12 @@ def model_dir(tmp_path, tokenizer_path, summary):
 
 def test_the_shipped_stages_print_by_step_count_and_the_twin_causally(capsys):
     shipped = R.stages(json.loads((R.SHIPPED / "training.json").read_text()))
-    R.main(["--out", "runs/x", "--twin", "--device", "cuda", "--dry-run"])
+    R.main(["--out", "runs/x", "--twin", "--device", "cuda", "--threads", "1", "--dry-run"])
     lines = capsys.readouterr().out.splitlines()[1:]
     assert len(lines) == len(shipped) >= 2
     for k, (line, stage) in enumerate(zip(lines, shipped), 1):
         assert f"--steps {stage['steps']} " in line and "--minutes" not in line
-        assert "--objective causal" in line and "--device cuda" in line
+        assert "--objective causal" in line and "--device cuda" in line and line.endswith(" --threads 1")
         assert (f"--init runs/x-{k - 1}" in line) == (k > 1) and (f"--tokenizer {R.SHIPPED}" in line) == (k == 1)
     assert lines[-1].startswith(f"stage {len(shipped)}: training: python -m training.train --out runs/x ")
 
