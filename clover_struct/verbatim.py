@@ -45,7 +45,10 @@ _FREE_TEXT = (CHAR + "*", f'null|"(?:{CHAR}*)"')   # the patterns of strings tha
 # whose extent only the model can judge, and is copied as free text is.
 _PROSE = ("ab cd", "Ab Cd", "AB CD")
 _IS_PROSE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # slot automaton -> prose or not
-_IS_ADDRESS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # slot automaton -> takes a URL or not
+_ADDRESS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # slot automaton -> address_kind()
+# Addresses written as one run with separators inside: an IPv6 address, an e-mail address. A
+# pattern that takes one of these but not a bare word is no looser pattern that takes anything.
+_JOINED = ("2001:db8::1", "j.doe@example.org")
 # What may stand between two pieces of one list in the text: punctuation and spaces, and a
 # joining word or an item number or both ("5130N 00010W - 5140N", "... TO 5140N", "\n2. 5140N",
 # "；（2）北纬31.02度").
@@ -293,11 +296,13 @@ class Verbatim:
             _IS_PROSE[self.inner] = any(map(self._takes, _PROSE))
         return _IS_PROSE[self.inner]
 
-    def takes_an_address(self) -> bool:
-        """Whether the pattern takes a web address (a uri or iri format, a URL type)."""
-        if self.inner not in _IS_ADDRESS:
-            _IS_ADDRESS[self.inner] = self._takes("https://example.org/a")
-        return _IS_ADDRESS[self.inner]
+    def address_kind(self) -> str | None:
+        """"web" where the pattern takes a web address (a uri or iri format, a URL type), "joined"
+        where it takes an IPv6 or e-mail address but no bare word, else None."""
+        if self.inner not in _ADDRESS:
+            _ADDRESS[self.inner] = ("web" if self._takes("https://example.org/a") else
+                                    "joined" if any(map(self._takes, _JOINED)) and not self._takes("word") else None)
+        return _ADDRESS[self.inner]
 
     def _takes(self, text: str) -> bool:
         """Whether the automaton takes `text`, a token a byte, as a string's whole content (a
@@ -687,7 +692,9 @@ def widen(decoded) -> None:
     not its 8::ff00:42; each copy is already the longest on its right, Verbatim._may_stop); a
     web address loses the sentence's punctuation after it (.../42. and (see https://a.org/x)
     end at 42 and x). A copy begun after a separator is as the model began it (10:00 of
-    08:00-10:00, not a time at -10:00). Changes `decoded.ids` and `states` in place."""
+    08:00-10:00, not a time at -10:00), but an IPv6 or e-mail address, which holds separators
+    (2001:db8::1, not its db8::1; j.doe@example.org, not doe@example.org). Changes
+    `decoded.ids` and `states` in place."""
     canvas = decoded.canvas
     for i, a in enumerate(decoded.automata):
         if not isinstance(a, Verbatim) or not a.patterned or i in decoded.known or canvas.is_empty(decoded.ids, i):
@@ -696,12 +703,13 @@ def widen(decoded) -> None:
         if (piece := a.copied_piece(decoded.states[i], canvas.slot_text(decoded.ids, i))) is None:
             continue
         start, end = piece
-        data, first, address = a.source.data, start, a.takes_an_address()
-        if start and _alphanumeric(data[start - 1]):   # begun inside a word: back through its run
-            while first > 0 and (_alphanumeric(data[first - 1]) or not address and 32 < data[first - 1] < 128):
+        data, first, kind = a.source.data, start, a.address_kind()
+        before = data[start - 1] if start else 0
+        if _alphanumeric(before) or kind == "joined" and 32 < before < 128:   # begun inside a run: back through it
+            while first > 0 and (_alphanumeric(data[first - 1]) or kind != "web" and 32 < data[first - 1] < 128):
                 first -= 1
         wider = [(lo, end) for lo in range(first, start) if a.source.begin[lo]]
-        if address and (cut := _address_end(data, start, end)) < end:
+        if kind == "web" and (cut := _address_end(data, start, end)) < end:
             wider = [(start, cut)]
         for lo, hi in wider:
             content = data[lo:hi].decode()

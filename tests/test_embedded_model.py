@@ -86,6 +86,10 @@ class Address(BaseModel):
     url: str = Field(json_schema_extra={"verbatim": True, "format": "uri"})
 
 
+class Mail(BaseModel):
+    email: str = Field(json_schema_extra={"verbatim": True, "format": "email"})
+
+
 class Heights(BaseModel):
     low: str = Field(pattern=r"^-?[0-9]+$", json_schema_extra={"verbatim": True})
     high: str = Field(pattern=r"^-?[0-9]+$", json_schema_extra={"verbatim": True})
@@ -93,6 +97,8 @@ class Heights(BaseModel):
 
 @pytest.mark.parametrize("schema, text, piece", [
     (Host, "Use 2001:db8::ff00:42:8329 now", "2001:db8::ff00:42:8329"),   # had begun at the 8
+    (Host, "The host 2001:db8:1:2:3::7 failed", "2001:db8:1:2:3::7"),   # had begun after the first colon
+    (Mail, "Write to john.smith@example.org today", "john.smith@example.org"),   # had begun after the dot
     (Address, "LINK:https://a.org/x NOW", "https://a.org/x"),   # begun after a separator: not widened to LINK:
     (Link, "Details are at https://example.com/notice/42.", "https://example.com/notice/42"),   # had kept the .
     (Link, "See the map (https://maps.example.org/zone?id=7) for the area.", "https://maps.example.org/zone?id=7"),
