@@ -122,8 +122,9 @@ def read_schema(path: str | Path):
                                   f"JSON ({e}); save the referenced schema there") from None
         if isinstance(sub, bool):   # (a boolean schema holds no $id)
             sub = {"allOf": [sub]}
-        if isinstance(sub, dict):   # known by the address it was read from
-            sub = {doc.id: uri, **{k: v for k, v in sub.items() if k != doc.id}}
+        if isinstance(sub, dict):   # known by the address it was read from, as its own draft names one
+            key = id_keyword(sub.get("$schema", root.get("$schema")))
+            sub = {key: uri, **{k: v for k, v in sub.items() if k != key}}
         root[defs] = {**(root.get(defs) or {}), uri: sub}
         known = len(doc.refs)
         doc._index(sub, uri)
@@ -145,6 +146,12 @@ def _site(address) -> tuple[str, str]:
     return address.scheme.replace("https", "http"), address.netloc
 
 
+def id_keyword(draft) -> str:
+    """The keyword that names a schema resource's URI in the draft `$schema` names: `id` in drafts
+    3 and 4 (a `$id` there is an unknown word), `$id` in later ones."""
+    return "id" if isinstance(draft, str) and re.search(r"draft-0[34]/", draft) else "$id"
+
+
 class Unsatisfiable(SchemaError):
     """No value satisfies the schema here: an optional key with such a schema is left out."""
 
@@ -163,8 +170,7 @@ class Document:
     def __init__(self, root):
         self.root = root
         draft = root.get("$schema") if isinstance(root, dict) else None
-        # drafts 3 and 4 name a subschema's URI `id` (a `$id` there is an unknown word), later ones `$id`
-        self.id = "id" if isinstance(draft, str) and re.search(r"draft-0[34]/", draft) else "$id"
+        self.id = id_keyword(draft)
         # up to draft 7 a $ref stands alone: the keywords beside it are not read
         self.ref_alone = isinstance(draft, str) and bool(re.search(r"draft-0[3-7]/", draft))
         self.draft = draft
@@ -177,8 +183,13 @@ class Document:
         self._index(root, self.base)
         self.ids.setdefault(urldefrag(self.base)[0], root)
 
+    def _id_key(self, s: dict) -> str:
+        """The keyword naming `s`'s URI: its own draft's where it names one (a file of another
+        draft read_schema embedded), else the document's."""
+        return id_keyword(s["$schema"]) if isinstance(s.get("$schema"), str) else self.id
+
     def _id(self, s) -> str | None:
-        return s.get(self.id) if isinstance(s, dict) and isinstance(s.get(self.id), str) else None
+        return s.get(key) if isinstance(s, dict) and isinstance(s.get(key := self._id_key(s)), str) else None
 
     def allowed(self, rules: dict, values: list) -> list:
         """The `values` that meet `rules` (a value's own keywords: its type, bounds, length,
@@ -246,8 +257,8 @@ class Document:
             else:
                 raise SchemaError(path, f"$ref {ref}: the pointer finds no {part!r} in this schema; "
                                         "check the path (segments are JSON pointer escaped: ~0 for ~, ~1 for /)")
-        if self._id(target):
-            doc = join_uri(doc, target[self.id])
+        if sid := self._id(target):
+            doc = join_uri(doc, sid)
         return target, doc, uri
 
     def anchored(self, s, base: str):
@@ -260,7 +271,7 @@ class Document:
         if not (sid := self._id(s) or "#").startswith("#"):
             base = join_uri(base, sid)
         out = {k: v if k in _DATA else self.anchored(v, base) for k, v in s.items()
-               if not (k == self.id and isinstance(v, str))}   # no base to move (a key named `id` stays)
+               if not (k == self._id_key(s) and isinstance(v, str))}   # no base to move (a key named `id` stays)
         for key in REFS:
             if isinstance(s.get(key), str):
                 out[key] = join_uri(base, s[key])
@@ -315,7 +326,7 @@ class Document:
             if "not" in self.keywords and (s.get("not") is True or s.get("not") == {}):
                 raise Unsatisfiable(path, "`not` holds a schema every value meets (true or {}): no value is valid; "
                                           "remove the field or the not")
-            if isinstance(sid := s.get(self.id), str) and not sid.startswith("#") and s is not self.root:
+            if (sid := self._id(s)) and not sid.startswith("#") and s is not self.root:
                 out.base = join_uri(out.base, sid)
             if wholes := {k: int(v) for k in _COUNTS if isinstance(v := s.get(k), float) and v.is_integer()}:
                 s = {**s, **wholes}   # (maxLength 3.0 is an integer to the metaschema)
@@ -323,7 +334,7 @@ class Document:
                 here = out.base
                 target, out.base, uri = self.lookup(s[key], out.base, path)
                 out.refs.append(uri)
-                rest = {} if self.ref_alone else {k: v for k, v in s.items() if k not in (key, self.id)}
+                rest = {} if self.ref_alone else {k: v for k, v in s.items() if k not in (key, self._id_key(s))}
                 rest = rest if here == out.base else self.anchored(rest, here)   # its references stay its own
                 s = merge(self.resolve(target, path, out.base).schema, rest, path) if rest else target
                 continue

@@ -60,30 +60,61 @@ def draft_validator(schema):
     return jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
 
 
-def valid_schema(schema):
+def valid_schema(schema, where: tuple = ()):
     """The jsonschema validator class of `schema`'s draft; SchemaError where the schema breaks
-    its draft's metaschema (a multipleOf of 0, a negative maxLength)."""
+    its draft's metaschema (a multipleOf of 0, a negative maxLength). A schema resource inside
+    it that names another draft (a draft-04 file a 2020-12 schema refers to, embedded by
+    read_schema) keeps to its own draft's metaschema, as the final check reads it by its own."""
     import jsonschema
 
     cls = draft_validator(schema)
+    own, others = _resources(schema, cls)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(own)
     except jsonschema.SchemaError as e:
-        if e.validator == "format" and e.validator_value == "regex":   # (pydantic's Rust regex takes \p{L})
-            try:
-                re.compile(e.instance)
-                why = ""
-            except re.error as bad:
-                why = f" ({bad})"
-            raise SchemaError(path_of(e.absolute_path), f"{e.instance!r} is no regular expression Python's re reads"
-                              f"{why}, which checks every value: fix it; write a Unicode property as a class (\\p{{L}}, "
-                              "a letter: [^\\W\\d_]), a named group as (?P<name>...)") from None
-        if isinstance(e.instance, bool) and list(e.absolute_path)[-1:] in (["exclusiveMinimum"], ["exclusiveMaximum"]):
-            raise SchemaError(path_of(e.absolute_path), f"a boolean {e.absolute_path[-1]} is draft 4's: say so with "
-                              '"$schema": "http://json-schema.org/draft-04/schema#", or give the bound itself as '
-                              "the number") from None
-        raise SchemaError(path_of(e.absolute_path), f"not a valid JSON Schema ({e.message}); fix the schema") from None
+        raise _schema_error(e, where + tuple(e.absolute_path)) from None
+    for at, resource in others:
+        valid_schema(resource, where + at)
     return cls
+
+
+# keywords whose values are JSON values, not schemas: a `$schema` inside one names no draft
+_INSTANCES = ("const", "enum", "default", "examples", "example")
+
+
+def _resources(schema, cls) -> tuple[Any, list[tuple[tuple, dict]]]:
+    """`schema` with each schema resource inside it that names a draft other than `cls`'s
+    replaced by `{}`, and those resources with their locations."""
+    others: list[tuple[tuple, dict]] = []
+
+    def walk(value, at: tuple):
+        if isinstance(value, list):
+            return [walk(v, at + (k,)) for k, v in enumerate(value)]
+        if not isinstance(value, dict):
+            return value
+        if at and isinstance(value.get("$schema"), str) and draft_validator(value) is not cls:
+            others.append((at, value))
+            return {}
+        return {k: v if k in _INSTANCES else walk(v, at + (k,)) for k, v in value.items()}
+
+    return walk(schema, ()), others
+
+
+def _schema_error(e, where: tuple) -> SchemaError:
+    """Our SchemaError for jsonschema's refusal `e` of the schema at `where`."""
+    if e.validator == "format" and e.validator_value == "regex":   # (pydantic's Rust regex takes \p{L})
+        try:
+            re.compile(e.instance)
+            why = ""
+        except re.error as bad:
+            why = f" ({bad})"
+        return SchemaError(path_of(where), f"{e.instance!r} is no regular expression Python's re reads{why}, which "
+                           "checks every value: fix it; write a Unicode property as a class (\\p{L}, a letter: "
+                           "[^\\W\\d_]), a named group as (?P<name>...)")
+    if isinstance(e.instance, bool) and where[-1:] in (("exclusiveMinimum",), ("exclusiveMaximum",)):
+        return SchemaError(path_of(where), f"a boolean {where[-1]} is draft 4's: say so with "
+                           '"$schema": "http://json-schema.org/draft-04/schema#", or give the bound itself as the number')
+    return SchemaError(path_of(where), f"not a valid JSON Schema ({e.message}); fix the schema")
 
 
 def checker(schema) -> Callable[[Any], None]:

@@ -346,6 +346,27 @@ def test_a_published_schema_set_saved_together_reads_its_references_from_the_fil
                      toy_tokenizer)
 
 
+def test_files_of_a_schema_set_that_name_other_drafts_each_keep_to_their_own(toy_tokenizer, tmp_path):
+    """A 2020-12 schema referring to a draft-04 file (a boolean exclusiveMaximum) and a draft-07
+    one (items as a list) had been checked whole against 2020-12's metaschema and refused."""
+    write(tmp_path / "temp.json", {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number",
+                                   "maximum": 50, "exclusiveMaximum": True})
+    write(tmp_path / "pair.json", {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
+                                   "items": [{"enum": ["N", "S"]}, {"type": "integer"}], "additionalItems": False})
+    root = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "required": ["t", "p"],
+            "properties": {"t": {"$ref": "temp.json"}, "p": {"$ref": "pair.json"}}}
+    c = build_canvas(write(tmp_path / "root.json", root), toy_tokenizer)
+    assert [s.path for s in c.slots] == ["t", "p[0]", "p[1]"]
+    assert c.validate(c.fill({"t": 49.5, "p": ["N", 7]})) == {"t": 49.5, "p": ["N", 7]}
+    with pytest.raises(ExtractionError, match="`t`: .*50 is greater than or equal to the maximum of 50"):
+        c.validate(c.fill({"t": 50, "p": ["N", 7]}))
+    write(tmp_path / "temp.json", {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number",
+                                   "exclusiveMaximum": 50})   # a number here is draft 6's, not draft 4's
+    with pytest.raises(SchemaError, match=r"\$defs.file:.*temp.json.exclusiveMaximum`: not a valid JSON Schema "
+                                          r"\(50 is not of type 'boolean'\)"):
+        build_canvas(tmp_path / "root.json", toy_tokenizer)
+
+
 def test_a_schema_nested_past_what_can_be_read_is_refused_saying_so(toy_tokenizer, tmp_path):
     """Nesting deeper than jsonschema's own check of a schema recurses (about 100 objects deep) or
     than a JSON reader goes is refused, not a RecursionError; the same chain through $defs lays out."""
