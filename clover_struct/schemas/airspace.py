@@ -91,8 +91,9 @@ def _coordinate(axis: str, letters: str, words: str) -> str:
 
 LAT_PIECE = _coordinate("lat", "NSns", "北纬|南纬|北緯|南緯")
 LON_PIECE = _coordinate("lon", "EWew", "东经|西经|東經|西經")
-# above zero: 1,200, 1 200 (ICAO's grouping, a space or a no-break one), 0.5
-_AMOUNT = r"(([1-9]\d{0,2}((,\d{3})+|([ \u00a0\u202f]\d{3})+)|[1-9]\d{0,5})(\.\d{1,3})?|0\.\d{0,2}[1-9])"
+# above zero: 1,200, 1 200 (ICAO's grouping, a space or a no-break one), 0.5, 2,5 (a decimal comma)
+_AMOUNT = (r"(([1-9]\d{0,2}((,\d{3})+|([ \u00a0\u202f]\d{3})+)|[1-9]\d{0,5})(\.\d{1,3})?|0\.\d{0,2}[1-9]"
+           r"|[1-9]\d{0,5},\d{1,2}|0,\d?[1-9])")
 RADIUS_PIECE = (rf"^(半径(为)? ?)?{_AMOUNT} ?({_words('NM', 'NMI', 'nautical mile', 'nautical miles', 'KM', 'kilometre', 'kilometres', 'kilometer', 'kilometers', 'M', 'metre', 'metres', 'meter', 'meters', 'FT', 'feet', 'foot', 'SM', 'statute mile', 'statute miles')}"
                 rf"|海里|公里|千米|米)$")
 _REF = _words("AGL", "AMSL", "MSL", "above ground level", "above ground", "above mean sea level", "above sea level")

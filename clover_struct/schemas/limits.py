@@ -5,7 +5,8 @@ Radii: ``0.2NM``, ``5 NM``, ``2KM``, ``500M``, ``1000 FT``, ``3 statute miles``,
 (0 m AGL), ``UNL`` (unlimited), flight levels ``FL100``/``FL 245`` (STD, 100 ft each),
 ``2300FT AMSL``, ``500 FT MSL``, ``1200M AMSL``, ``400ft AGL``, ``1.5 km``, ``up to 1,200 ft above
 ground``, ``MAX HGT 500FT AGL``, ``真高120米以下`` (AGL), ``海拔1200米`` (AMSL), ``120米``. Thousands
-may be grouped with commas, spaces (``1 200 FT``) or, in feet and metres, points (``1.200 FT``).
+may be grouped with commas, spaces (``1 200 FT``) or, in feet and metres, points (``1.200 FT``,
+``1.500 m``); a comma before one or two digits is a decimal comma (``2,5 km``, ``0,5 NM``).
 Lowercase, full-width characters and line breaks inside a piece are accepted.
 Knows nothing of schemas, models or which item of a notice a piece came from.
 """
@@ -27,7 +28,7 @@ _UNIT = {"NM": NM_M, "NMI": NM_M, "NAUTICAL MILE": NM_M, "NAUTICAL MILES": NM_M,
          "SM": SM_M, "STATUTE MILE": SM_M, "STATUTE MILES": SM_M}
 _HEIGHT_UNITS = ("M", "METRE", "METRES", "METER", "METERS", "米", "FT", "FEET", "FOOT", "英尺",
                  "KM", "KILOMETRE", "KILOMETRES", "KILOMETER", "KILOMETERS")
-_AMOUNT = r"(\d{1,3}(?:(?:,\d{3})+|(?: \d{3})+)(?:\.\d+)?|\d+(?:\.\d+)?)"  # 1,200, 1 200 or 1200.5
+_AMOUNT = r"(\d{1,3}(?:(?:,\d{3})+|(?: \d{3})+)(?:\.\d+)?|\d+,\d{1,2}|\d+(?:\.\d+)?)"  # 1,200, 1 200, 2,5, 1200.5
 
 
 def _units(names) -> str:
@@ -66,7 +67,7 @@ def read_radius(text: str) -> float:
     if m is None:
         raise ValueError(f"cannot read {text!r} as a radius: expected a number and a unit "
                          "(NM, SM, KM, M, FT, 海里, 公里, 米), e.g. '0.2NM' or '半径500米'")
-    metres = _amount(m[1]) * _UNIT[m[2]]
+    metres = _height(m[1], m[2]) * _UNIT[m[2]]
     if metres < 1:   # (and an exported footprint's corners, to 7 decimals, would fall together)
         raise ValueError(f"cannot read {text!r} as a radius: a zone's radius is at least a metre")
     return metres
@@ -104,8 +105,9 @@ def read_limit(text: str, default_ref: str | None = None) -> tuple[float | None,
 
 
 def _height(digits: str, unit: str) -> float:
-    """A height's amount; in feet or metres '1.200' is a thousands separator (European notices
-    write 1.200 FT for 1200 ft), since no limit is stated to the thousandth of either."""
+    """A height's or radius's amount; in feet or metres '1.200' is a thousands separator (European
+    notices write 1.200 FT for 1200 ft), since no limit or radius is stated to the thousandth of
+    either."""
     if _UNIT[unit] < KM_M and re.fullmatch(r"[1-9]\d{0,2}(?:\.\d{3})+", digits):
         digits = digits.replace(".", "")
     return _amount(digits)
@@ -118,4 +120,6 @@ def _normal(text: str) -> str:
 
 
 def _amount(digits: str) -> float:
+    if re.fullmatch(r"\d+,\d{1,2}", digits):   # a decimal comma
+        return float(digits.replace(",", "."))
     return float(digits.replace(",", "").replace(" ", ""))

@@ -279,6 +279,12 @@ def test_round_trip_positions(lat, lon, style_joint, lon_first):
         ("3 statute miles", 3 * 1609.344),
         ("5 SM", 5 * 1609.344),
         ("2 500 M", 2500.0),   # ICAO's grouping of thousands
+        ("1.500 m", 1500.0),   # a European thousands point (had been 1.5 m, as a limit's never was)
+        ("2.000 ft", 2000 * FT),
+        ("1.5 M", 1.5),
+        ("2,5 km", 2500.0),   # decimal commas
+        ("0,5 NM", 0.5 * NM),
+        ("1,25 NM", 1.25 * NM),
     ],
 )
 def test_read_radius(text, metres):
@@ -315,6 +321,7 @@ def test_read_radius_rejects(text, match):
         ("海拔1200米", 1200.0, "AMSL"),
         ("up to 1,200 ft above ground", 1200 * FT, "AGL"),
         ("1.200 FT AMSL", 1200 * FT, "AMSL"),   # a European thousands separator
+        ("100,5 m AGL", 100.5, "AGL"),   # a decimal comma
         ("1.5 FT AMSL", 1.5 * FT, "AMSL"),
         ("1 200 FT AMSL", 1200 * FT, "AMSL"),   # ICAO's grouping (the piece had been '200 FT AMSL')
         ("1.5 km", 1500.0, None),
