@@ -231,14 +231,20 @@ class Source:
 
     def span(self, ends, content: bytes) -> tuple[int, int] | None:
         """(start, end) in characters of the text of a piece copied as `content`: its earliest
-        occurrence among those ending at `ends`, else its first; None if it occurs nowhere."""
+        occurrence among those ending at `ends` where a piece may end, else its first; None if
+        it occurs nowhere."""
         size = len(content)
-        at = [e - size for e in sorted(ends or ()) if self.data[e - size:e] == content] or \
+        at = [e - size for e in self.piece_ends(ends or ()) if self.data[e - size:e] == content] or \
             [m.start() for m in re.finditer(b"(?=" + re.escape(content) + b")", self.data)
              if self.begin[m.start()] and self.edge[m.start() + size]]   # (a value repair put in)
         if not at or not size:
             return None
         return self.origin[at[0]], self.origin[at[0] + size - 1] + 1
+
+    def piece_ends(self, ends) -> list[int]:
+        """`ends` in order, those where a piece may end first: the copy of 7 that ends inside the
+        BA72 of 'BA72 boards at gate 7' ends there too, as an unfinished piece."""
+        return sorted(ends, key=lambda e: (not self.edge[e], e))
 
     def starts(self, lo: int, hi: int | None = None) -> list[int]:
         """The offsets from `lo` on (to `hi`, included) where a piece may start, in order."""
@@ -620,9 +626,10 @@ class Verbatim:
         return None if end is None or not text else (end - len(text.encode()), end)
 
     def copied_to(self, state) -> int | None:
-        """Where the earliest occurrence of the piece copied so far ends; None if none was copied."""
+        """Where the earliest occurrence of the piece copied so far ends, one that is a whole piece
+        where there is one; None if none was copied."""
         ends = state[2]
-        return min(ends) if isinstance(ends, tuple) else None
+        return self.source.piece_ends(ends)[0] if isinstance(ends, tuple) and ends else None
 
     def span(self, state, text: str) -> tuple[int, int] | None:
         """Where the slot's value stands in the text, in characters (None: not a piece of it).

@@ -110,6 +110,30 @@ def test_a_copy_is_the_whole_piece_not_a_part_or_the_sentence_s_stop(model, sche
     assert text[start:end] == piece and str(getattr(record, path)).rstrip("/") == piece
 
 
+@pytest.mark.parametrize("text, radius, metres", [
+    ("Due to the marathon, drones must not fly within 2,5 km of 48.2082, 16.3738 from the surface up to 120 m "
+     "AGL, from 14 June 2031 06:00 until 14 June 2031 11:30 local time (UTC+2).", "2,5 km", 2500.0),   # had been 5 km
+    ("UAS FLIGHT RESTRICTION\nReason: state visit\nArea: circle, radius 2.000 ft, centred on 38.8977, -77.0365\n"
+     "Lower limit: SFC\nUpper limit: 1.200 ft AGL\nValid from: 2031-06-14 12:00 UTC\nValid until: 2031-06-14 "
+     "20:00 UTC\nApplies to: all aircraft", "2.000 ft", 609.6),   # had been 200 ft, of the ceiling's 1.200 ft
+])
+def test_reads_a_radius_with_a_decimal_comma_or_a_thousands_point(model, text, radius, metres):
+    """A radius written with a decimal comma or a thousands point: the pattern had taken no
+    decimal comma, so the model copied what followed it."""
+    zone = extract(text, NoFlyZone, model=model)
+    assert (zone.area.radius, zone.radius_m) == (radius, pytest.approx(metres))
+
+
+def test_a_copy_that_stands_alone_in_the_text_is_not_read_inside_a_word(model):
+    """'7' copied from 'gate 7' had been placed in the BA72 before it, and widened there to BA7."""
+    gate = {"type": "object", "required": ["gate"],
+            "properties": {"gate": {"type": "string", "verbatim": True, "pattern": "^[A-Z]{0,2}[0-9]{1,2}$"}}}
+    text = "Flight BA72 boards at gate 7."
+    record, trace = extract(text, gate, model=model, trace=True)
+    start, end = trace.spans["gate"]
+    assert record["gate"] in ("7", "BA72") and text[start:end] == record["gate"]
+
+
 def test_a_range_s_dash_is_no_minus_sign(model):
     """A copy begun after a range's dash is not widened over it (1500 of 500-1500 had become -1500)."""
     assert "-1500" not in extract("ALT 500-1500 FT", Heights, model=model).model_dump().values()
