@@ -30,7 +30,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
 
 from .errors import SchemaError
 from .patterns import FLOAT_FRACTION_DIGITS, exact, exact_bounds, number_bounds
-from .validation import draft_validator
+from .validation import draft_validator, openapi_nullable
 
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
@@ -43,6 +43,7 @@ ROOT_DIR = "file:///clover-struct/"
 ROOT = f"{ROOT_DIR}.this-document"   # the base URI of a document with no $id (a name no file has)
 MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the final check's)
 _SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+NULLABLE = "x-clover-nullable"   # a merged allOf member that allows null besides its schema
 
 
 MAX_NESTING = 128   # JSON levels a schema may nest: jsonschema's check of a schema recurses a few frames a level
@@ -344,12 +345,12 @@ class Document:
                     r = self.resolve(member, path, out.base)
                     out.refs += r.refs
                     got = r.schema if r.base == out.base else self.anchored(r.schema, r.base)
-                    merged = merge(merged, got if not r.nullable else {**got, "x-nullable": True}, path)
+                    merged = merge(merged, got if not r.nullable else {**got, NULLABLE: True}, path)
                 s = merged
                 continue
-            if s.get("nullable") is True or s.get("x-nullable") is True:
+            if s.get(NULLABLE) is True or self.draft is None and openapi_nullable(s):
                 out.nullable = True
-                s = {k: v for k, v in s.items() if k not in ("nullable", "x-nullable")}
+                s = {k: v for k, v in s.items() if k not in ("nullable", "x-nullable", NULLABLE)}
                 continue
             if "const" in s and "enum" not in s:
                 s = {**{k: v for k, v in s.items() if k != "const"}, "enum": [s["const"]]}
@@ -531,7 +532,7 @@ VALUE_RULES = {"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaxim
                "minContains", "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems",
                "additionalProperties", "patternProperties", "propertyNames", "unevaluatedProperties",
                "dependentSchemas", "dependencies", "if", "then", "else", "anyOf", "oneOf", *REFS, "discriminator",
-               "nullable", "x-nullable", "x-union"}
+               "nullable", "x-nullable", NULLABLE, "x-union"}
 
 
 def key_rule(m, described: set[str]) -> list[str] | None:

@@ -128,7 +128,9 @@ def checker(schema) -> Callable[[Any], None]:
     cls = valid_schema(schema)
     formats = jsonschema.FormatChecker(formats=())
     formats.checkers = {**latest.FORMAT_CHECKER.checkers, **cls.FORMAT_CHECKER.checkers}
-    rules = {"multipleOf": _multiple_of, "type": _or_null(cls.VALIDATORS["type"])}
+    rules = {"multipleOf": _multiple_of}
+    if not isinstance(schema, dict) or schema.get("$schema") is None:   # OpenAPI's and Swagger's null
+        rules["type"] = _or_null(cls.VALIDATORS["type"])
     validator = jsonschema.validators.extend(cls, rules)(schema, format_checker=formats)
 
     def check(data) -> None:
@@ -144,11 +146,18 @@ def checker(schema) -> Callable[[Any], None]:
     return check
 
 
+def openapi_nullable(schema: dict) -> bool:
+    """Whether `schema` says OpenAPI 3.0's `nullable: true` or Swagger's `x-nullable: true`. Read
+    only in a document that names no draft by `$schema`, as OpenAPI's do not: in one that names
+    a JSON Schema draft they are words of no meaning, as jsonschema reads them there."""
+    return schema.get("nullable") is True or schema.get("x-nullable") is True
+
+
 def _or_null(type_rule):
     """`type` as the schema's draft reads it, null passing where OpenAPI's `nullable: true` (or
     Swagger's `x-nullable`) allows it, as the layout does."""
     def check(validator, types, instance, schema):
-        if instance is None and (schema.get("nullable") is True or schema.get("x-nullable") is True):
+        if instance is None and openapi_nullable(schema):
             return
         yield from type_rule(validator, types, instance, schema)
     return check

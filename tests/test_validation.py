@@ -108,3 +108,17 @@ def test_openapi_nullable_lets_null_through_as_the_layout_does():
             check({"a": 5})
     with pytest.raises(SchemaRejects, match="None is not of type 'string'"):
         checker({"properties": {"a": {"type": "string", "nullable": False}}})({"a": None})
+
+
+@pytest.mark.parametrize("key", ["nullable", "x-nullable"])
+def test_a_schema_that_names_its_draft_reads_nullable_as_that_draft_does(toy_tokenizer, key):
+    """Under a `$schema`, OpenAPI's words mean nothing, as jsonschema reads them: a null had been
+    laid out and let through that the schema's own draft refuses."""
+    from clover_struct.schema_walk import build_canvas
+
+    schema = {"$schema": "http://json-schema.org/draft-04/schema#", "required": ["a"],
+              "properties": {"a": {"type": "string", key: True, "pattern": "^[0-9]{3}$"}}}
+    with pytest.raises(SchemaRejects, match="None is not of type 'string'"):
+        checker(schema)({"a": None})
+    assert not build_canvas(schema, toy_tokenizer).slots[0].nullable
+    assert build_canvas({k: v for k, v in schema.items() if k != "$schema"}, toy_tokenizer).slots[0].nullable
