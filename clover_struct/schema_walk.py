@@ -224,7 +224,10 @@ class Builder:
                     raise Unsatisfiable(_join(path, k), "required, but no property describes it and "
                                                         "additionalProperties is false: no object is valid; add "
                                                         "it to properties")
-                props[k] = matching[0] if matching else extra if isinstance(extra, dict) else {}
+                props[k] = {} if matching or not isinstance(extra, dict) else extra
+        for k, v in props.items():   # a key patternProperties match is held to their schemas too
+            if v is not False and (matching := [m for p, m in patterns.items() if _search(p, k)]):
+                props[k] = {"allOf": [v, *matching]}
         written = _written(s, props, required, skip) if self.strict else required
         room = s.get("maxProperties")
         if room is not None:   # the keys always written first, the optional ones while there is room

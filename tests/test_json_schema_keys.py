@@ -412,6 +412,16 @@ def test_a_key_pattern_with_a_look_ahead_is_laid_out_loosened_and_checked_whole(
         c.validate(c.fill({"x-speed": 3}))
 
 
+def test_a_property_patternproperties_match_is_laid_out_under_both_schemas(toy_tokenizer):
+    """`part` is held to its property's maxLength and to the minLength of the pattern `^p` that
+    matches its name (laid out under the property's alone, an empty value failed every text); a
+    required key only patterns describe, to every pattern that matches it."""
+    schema = {"type": "object", "required": ["part", "pin"], "properties": {"part": {"type": "string", "maxLength": 8}},
+              "patternProperties": {"^p": {"minLength": 3}, "n$": {"type": "string", "maxLength": 4}}}
+    part, pin = build_canvas(schema, toy_tokenizer).slots[:2]
+    assert (part.path, part.length, pin.path, pin.length) == ("part", (3, 8), "pin", (3, 4))
+
+
 def test_a_key_pattern_longer_than_a_keys_budget_gets_the_tokens_its_shortest_key_needs(toy_tokenizer):
     from clover_struct.schema_walk import KEY_TOKENS
 
