@@ -124,6 +124,19 @@ def test_reads_a_radius_with_a_decimal_comma_or_a_thousands_point(model, text, r
     assert (zone.area.radius, zone.radius_m) == (radius, pytest.approx(metres))
 
 
+def test_a_notamc_gives_no_zone_and_item_q_no_number(model):
+    """The text's own form decides, not the model: a NOTAMC cancels (its area had been a zone in
+    force), and the number of an AFTN-bracketed notice is never item Q's '100/5005'."""
+    notamc = ("A2300/27 NOTAMC A2299/27\nQ) LFFF/QRTXX/IV/BO/W/000/035/4851N00221E003\nA) LFFF B) 2707141000\n"
+              "E) TEMPORARY RESTRICTED AREA WI 2NM RADIUS OF 485130N 0022130E CANCELLED.")
+    aftn = ("(B2345/27 NOTAMN\nQ) EDGG/QRRCA/IV/BO/W/000/100/5005N00841E005\nA) EDGG B) 2708010600 C) 2708011900\n"
+            "E) RESTRICTED AREA ED-R 123 ACTIVE WI AREA 500530N 0084012E - 500710N 0084410E - 500400N 0084600E - "
+            "500200N 0084130E - BACK TO START.\nF) GND G) FL100)")
+    cancelled, bracketed = extract_many([notamc, aftn], NoFlyZone, model=model)
+    assert not cancelled.defines_zone and cancelled.notam_id == "A2300/27"
+    assert bracketed.defines_zone and bracketed.notam_id in (None, "B2345/27") and bracketed.ceiling == "FL100"
+
+
 def test_a_copy_that_stands_alone_in_the_text_is_not_read_inside_a_word(model):
     """'7' copied from 'gate 7' had been placed in the BA72 before it, and widened there to BA7."""
     gate = {"type": "object", "required": ["gate"],

@@ -9,7 +9,7 @@ its two halves), the radius ('1NM', '1.35 nautical miles', '500米'), the vertic
 deciding choices (the kind of area, the clock, uas_only); it never writes a digit the text
 lacks. Properties give decimal degrees, metres and aware UTC datetimes; ``footprint()`` and
 ``contains()`` answer geometric questions. A notice that restricts no volume (a runway
-closure, a crane, garbage) is a record with ``area`` null: ``defines_zone`` is False.
+closure, a crane, a NOTAMC cancelling another, garbage) is a record with ``area`` null: ``defines_zone`` is False.
 Knows nothing of models, decoding or how notices are generated.
 """
 
@@ -132,6 +132,8 @@ _HEIGHT = (re.compile(rf"(({_words('altitude', 'height', 'HGT', 'ceiling', 'elev
            re.compile(rf"\s*({_REF}(?![A-Za-z])|及?以下)"))
 _RADIUS = (re.compile(rf"(?<![A-Za-z])({_words('within', 'WI', 'radius of', 'radius')}|半径为?)\s*\Z"),
            re.compile(rf"\s*({_words('radius', 'around')}(?![A-Za-z])|范围)"))
+_CANCELS = re.compile(r"(?<![A-Za-z])NOTAMC(?![A-Za-z])", re.IGNORECASE)   # a NOTAM that cancels another
+_Q_LINE = (re.compile(r"(?<![A-Za-z])[Qq]\)[^\n]*\Z"), re.compile(r"(?!)"))   # a NOTAM's item Q, up to the piece
 _YEAR = (re.compile(rf"{_MONTH}\.?(\s+{_DAY})?,?\s*\Z|\b[0-3]?\d[./-][01]?\d[./-]\s*\Z"),
          re.compile(r"年|[./-][01]?\d[./-][0-3]?\d"))
 
@@ -355,8 +357,9 @@ class NoFlyZone(BaseModel):
     valid_to_raw is permanent (PERM/UFN are not copied) or not stated. A height naming no
     reference takes the one the other limit names ('海拔高度100米' to '600米': both above sea
     level), else is above ground (DEFAULT_REF). Validated with the text it was read from
-    (``context={"text": ...}``, as extract does), a radius the text states as a height and a
-    time that is a date's year ('2028' of '21 September 2028') are refused.
+    (``context={"text": ...}``, as extract does), a radius the text states as a height, a time
+    that is a date's year ('2028' of '21 September 2028'), a NOTAM number that stands in item Q
+    and any area of a NOTAMC (it cancels another NOTAM) are refused.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -391,6 +394,20 @@ class NoFlyZone(BaseModel):
     # order, a field seeing the ones validated before it. Only a zone of no height is checked
     # as a record, as either limit may be the wrong one: the repair makes the change the
     # model finds least unlikely ('Maximum altitude: 400 feet' copied twice loses the floor).
+    @field_validator("notam_id")
+    @classmethod
+    def _number(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        if v is not None and (text := _source(info)) is not None and _stated_as(v, text, _Q_LINE):
+            raise ValueError(f"{v!r} stands in item Q (limits and a position), not the NOTAM's number")
+        return v
+
+    @field_validator("area")
+    @classmethod
+    def _in_force(cls, v: Optional[Area], info: ValidationInfo) -> Optional[Area]:
+        if v is not None and (text := _source(info)) is not None and _CANCELS.search(text):
+            raise ValueError("the notice is a NOTAMC: it cancels a NOTAM and restricts no area of its own")
+        return v
+
     @field_validator("floor")
     @classmethod
     def _floor(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:

@@ -384,3 +384,26 @@ def test_the_year_of_a_date_is_no_time(start, end, text, bad):
 def test_a_clock_time_of_four_digits_passes_beside_the_text():
     got = _with_text("ACTIVE 2028-12-05 0800-1700 UTC", valid_from_raw="2028-12-05 0800", valid_to_raw="1700")
     assert got.valid_to == datetime(2028, 12, 5, 17, tzinfo=UTC)
+
+
+AFTN = ("(B2345/27 NOTAMN\nQ) EDGG/QRRCA/IV/BO/W/000/100/5005N00841E005\nA) EDGG B) 2708010600 C) 2708011900\n"
+        "E) RESTRICTED AREA WI 2NM RADIUS OF 500530N 0084012E.\nF) GND G) FL100)")
+
+
+def test_a_number_in_item_q_is_no_notam_number():
+    """'100/5005' of item Q's limits and position had been read as the NOTAM's number."""
+    with pytest.raises(ValidationError, match="stands in item Q"):
+        _with_text(AFTN, notam_id="100/5005")
+    assert _with_text(AFTN, notam_id="B2345/27").notam_id == "B2345/27"
+
+
+def test_a_notamc_restricts_no_area():
+    """A NOTAMC cancels another NOTAM; its item E still describes the cancelled area, which had
+    been read as a zone in force from item B with no end and no ceiling."""
+    text = ("A2300/27 NOTAMC A2299/27\nQ) LFFF/QRTXX/IV/BO/W/000/035/4851N00221E003\nA) LFFF B) 2707141000\n"
+            "E) TEMPORARY RESTRICTED AREA WI 2NM RADIUS OF 485130N 0022130E CANCELLED.")
+    with pytest.raises(ValidationError, match="is a NOTAMC"):
+        _with_text(text)
+    zone = NoFlyZone.model_validate({"uas_only": False, "notam_id": "A2300/27"}, context={"text": text})
+    assert not zone.defines_zone
+    assert _with_text(text.replace("NOTAMC", "NOTAMR")).defines_zone
