@@ -137,6 +137,17 @@ def test_a_notamc_gives_no_zone_and_item_q_no_number(model):
     assert bracketed.defines_zone and bracketed.notam_id in (None, "B2345/27") and bracketed.ceiling == "FL100"
 
 
+def test_reads_times_in_the_clock_the_text_names(model):
+    """Both had been read in UTC, every time 8 h late."""
+    texts = ["无人机禁飞区：以北纬31度14分20秒、东经121度28分30秒为中心，半径2公里范围内，真高120米以下，"
+             "2026年12月3日08时至18时（北京时间）禁止无人机飞行。",
+             "Drones may not fly within 500 m of 22.5431, 114.0579 below 120 M AGL, from 3 DEC 2026 0800 until "
+             "3 DEC 2026 1800 (UTC+8)."]
+    for zone in extract_many(texts, NoFlyZone, model=model):
+        assert (zone.valid_from, zone.valid_to) == (datetime(2026, 12, 3, 0, tzinfo=timezone.utc),
+                                                    datetime(2026, 12, 3, 10, tzinfo=timezone.utc))
+
+
 def test_a_copy_that_stands_alone_in_the_text_is_not_read_inside_a_word(model):
     """'7' copied from 'gate 7' had been placed in the BA72 before it, and widened there to BA7."""
     gate = {"type": "object", "required": ["gate"],

@@ -26,7 +26,7 @@ from shapely.geometry import MultiPoint
 from shapely.geometry import Point as _ShapelyPoint
 from shapely.geometry import Polygon
 
-from .readers import read_coordinate, read_limit, read_radius, read_time, states_a_maximum
+from .readers import read_coordinate, read_limit, read_radius, read_time, stated_clock, states_a_maximum
 from .times import shifted
 from .units import EARTH_RADIUS_M, TURNS, VERBATIM, destination_point, distance_m, unwrapped
 
@@ -433,6 +433,13 @@ class NoFlyZone(BaseModel):
         low, low_ref = (0.0, "AGL") if floor is None else _limit(floor, v)
         if "floor" in info.data and _comparable(ref, low_ref) and metres < low:
             raise ValueError(f"ceiling {metres:.0f} m {ref} is below floor {low:.0f} m {low_ref}")
+        return v
+
+    @field_validator("utc_offset_hours")
+    @classmethod
+    def _clock(cls, v: float, info: ValidationInfo) -> float:
+        if (text := _source(info)) is not None and (stated := stated_clock(text)) is not None and v != stated:
+            raise ValueError(f"the text names its clock as UTC{stated:+g}, not UTC{v:+g}")
         return v
 
     @field_validator("valid_from_raw")

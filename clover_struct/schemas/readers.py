@@ -8,7 +8,7 @@ of schemas, models or decoding.
 
 from .coordinates import coordinate_pieces, read_coordinate, read_position
 from .limits import read_limit, read_radius, states_a_maximum
-from .times import read_time, read_time_range
+from .times import read_time, read_time_range, stated_clock
 
 __all__ = ["coordinate_pieces", "read_coordinate", "read_limit", "read_position", "read_radius", "read_time",
-           "read_time_range", "states_a_maximum"]
+           "read_time_range", "stated_clock", "states_a_maximum"]

@@ -108,6 +108,18 @@ def read_time_range(text: str, utc_offset_hours: float = 0,
     return _utc(start, offset, text), None if end is None else _utc(end, offset, text)
 
 
+def stated_clock(text: str) -> float | None:
+    """The offset from UTC of the one clock a whole notice names as an offset ('(UTC+2)', 'GMT-5')
+    or as Beijing time (8), or None where it names none or several. An ICAO NOTAM's items B and C
+    are in UTC whatever its item E says of local time: for one, None."""
+    s = _normal(text)
+    if re.search(r"(?<![A-Z])B\) ?\d{10}", s):
+        return None
+    named = set(map(_hours, _OFFSET.finditer(s)))
+    named |= {8.0} if _BEIJING.search(s) else set()
+    return named.pop() if len(named) == 1 else None
+
+
 def _states_a_year(piece: str) -> bool:
     try:
         _read_local(piece, None, piece)
@@ -126,7 +138,7 @@ def _zone(s: str, utc_offset_hours: float, text: str) -> tuple[str, float]:
     """Strip the zone marks from a piece -> (rest, the offset its clock runs at)."""
     named = set()
     if m := _OFFSET.search(s):
-        named.add((1 if (m[1] or m[2]) == "+" else -1) * (int(m[3]) + int(m[4] or 0) / 60))
+        named.add(_hours(m))
         s = _OFFSET.sub(" ", s)
     for pattern, hours in ((_BEIJING, 8.0), (_UTC, 0.0)):
         if pattern.search(s):
@@ -137,6 +149,11 @@ def _zone(s: str, utc_offset_hours: float, text: str) -> tuple[str, float]:
         raise ValueError(f"cannot read {text!r} as a time: it names more than one clock ({sorted(named)} h from UTC)")
     offset = named.pop() if named else utc_offset_hours
     return re.sub(r"\s+", " ", s).strip(" ,"), check_utc_offset(offset)
+
+
+def _hours(offset: re.Match) -> float:
+    """The hours from UTC an _OFFSET match names."""
+    return (1 if (offset[1] or offset[2]) == "+" else -1) * (int(offset[3]) + int(offset[4] or 0) / 60)
 
 
 def _default_local(default: date | datetime | None, offset: float) -> datetime | None:

@@ -407,3 +407,11 @@ def test_a_notamc_restricts_no_area():
     zone = NoFlyZone.model_validate({"uas_only": False, "notam_id": "A2300/27"}, context={"text": text})
     assert not zone.defines_zone
     assert _with_text(text.replace("NOTAMC", "NOTAMR")).defines_zone
+
+
+def test_a_clock_the_text_names_is_the_notice_s():
+    """The model had kept UTC for a Chinese notice that says 北京时间 (every time 8 h late)."""
+    text = "2026年12月3日08时至18时（北京时间）禁止无人机飞行"
+    with pytest.raises(ValidationError, match="names its clock as UTC\\+8, not UTC\\+0"):
+        _with_text(text, utc_offset_hours=0.0)
+    assert _with_text(text, utc_offset_hours=8.0).utc_offset_hours == 8.0

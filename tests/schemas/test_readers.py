@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clover_struct.schemas.readers import (coordinate_pieces, read_coordinate, read_limit, read_position,
-                                           read_radius, read_time, read_time_range, states_a_maximum)
+                                           read_radius, read_time, read_time_range, stated_clock,
+                                           states_a_maximum)
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
@@ -555,3 +556,18 @@ def test_coverage_on_the_real_notices(capsys):
         assert c["labelled"] - c["covered"] <= (1 if name == "floor" else 0), (name, c)
     for name, c in result.get("notams", {}).items():
         assert c["covered"] == c["labelled"], (name, c)
+
+
+@pytest.mark.parametrize("text, clock", [
+    ("from 3 DEC 2026 0800 until 3 DEC 2026 1800 (UTC+8).", 8.0),
+    ("2026年12月3日08时至18时（北京时间）禁止无人机飞行", 8.0),
+    ("14 June 2031 06:00 until 11:30 local time (UTC+02:00)", 2.0),
+    ("0900-1700 local (GMT-5), see UTC-5 above", -5.0),
+    ("India: 1000 IST (UTC+5:30)", 5.5),
+    ("from 0800 UTC to 1000 UTC", None),   # UTC marks each time: no clock named for the notice
+    ("0800 (UTC+8) or 0900 (UTC+9)", None),   # two clocks: the model's choice
+    ("A1234/26 NOTAMN\nQ) EGTT/QRDCA/IV/BO/W/000/050/5130N00045W005\nA) EGTT B) 2607010800 C) 2607011800\n"
+     "E) ACTIVE 1000-1200 LOCAL TIME (UTC+1).", None),   # items B and C are UTC
+])
+def test_stated_clock(text, clock):
+    assert stated_clock(text) == clock
