@@ -132,8 +132,10 @@ _HEIGHT = (re.compile(rf"(({_words('altitude', 'height', 'HGT', 'ceiling', 'elev
            re.compile(rf"\s*({_REF}(?![A-Za-z])|及?以下)"))
 _RADIUS = (re.compile(rf"(?<![A-Za-z])({_words('within', 'WI', 'radius of', 'radius')}|半径为?)\s*\Z"),
            re.compile(rf"\s*({_words('radius', 'around')}(?![A-Za-z])|范围)"))
-_CANCELS = re.compile(r"(?<![A-Za-z])NOTAMC(?![A-Za-z])", re.IGNORECASE)   # a NOTAM that cancels another
-_Q_LINE = (re.compile(r"(?<![A-Za-z])[Qq]\)[^\n]*\Z"), re.compile(r"(?!)"))   # a NOTAM's item Q, up to the piece
+# A NOTAM that cancels another: NOTAMC as its type, after its number (not 'NO NOTAMC WILL BE ISSUED')
+_CANCELS = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]?\d{1,4}/\d{2,4}\s+NOTAMC(?![A-Za-z])", re.IGNORECASE)
+# a NOTAM's item Q up to the piece, no other item (A) to G)) begun since
+_Q_LINE = (re.compile(r"(?<![A-Za-z])[Qq]\)((?![A-Ga-g]\))[^\n])*\Z"), re.compile(r"(?!)"))
 _YEAR = (re.compile(rf"{_MONTH}\.?(\s+{_DAY})?,?\s*\Z|\b[0-3]?\d[./-][01]?\d[./-]\s*\Z"),
          re.compile(r"年|[./-][01]?\d[./-][0-3]?\d"))
 

@@ -395,6 +395,8 @@ def test_a_number_in_item_q_is_no_notam_number():
     with pytest.raises(ValidationError, match="stands in item Q"):
         _with_text(AFTN, notam_id="100/5005")
     assert _with_text(AFTN, notam_id="B2345/27").notam_id == "B2345/27"
+    one_line = "Q) EGTT/QRDCA/IV/BO/W/000/050/5130N00045W005 A1234/26 NOTAMN A) EGTT E) DANGER AREA"
+    assert _with_text(one_line, notam_id="A1234/26").notam_id == "A1234/26"   # after item Q, on its line
 
 
 def test_a_notamc_restricts_no_area():
@@ -407,6 +409,9 @@ def test_a_notamc_restricts_no_area():
     zone = NoFlyZone.model_validate({"uas_only": False, "notam_id": "A2300/27"}, context={"text": text})
     assert not zone.defines_zone
     assert _with_text(text.replace("NOTAMC", "NOTAMR")).defines_zone
+    for said in ("WILL BE CANCELLED BY NOTAMC.", "NO NOTAMC WILL BE ISSUED.", "(NOTAMC A1201/26 REFERS)"):
+        live = f"A1234/26 NOTAMN\nE) DANGER AREA WI 5NM OF 5130N00045W. {said}\nF) SFC G) 5000FT AMSL"
+        assert _with_text(live).defines_zone   # a NOTAMN that speaks of a NOTAMC
 
 
 def test_a_clock_the_text_names_is_the_notice_s():
