@@ -30,19 +30,17 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse, uses_relative
 
 from .errors import SchemaError
 from .patterns import FLOAT_FRACTION_DIGITS, exact, exact_bounds, number_bounds
-from .validation import draft_validator, openapi_nullable
+from .validation import draft_validator, openapi_nullable, subschemas
 
 _LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains")
 _UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains")
 _COUNTS = [k for k in _LOWER + _UPPER if "imum" not in k]
-_SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 # a dynamic reference is followed as a static one: the same target where one schema resource of
 # the document holds the anchor (the final check resolves it as its draft says)
 REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 ROOT_DIR = "file:///clover-struct/"
 ROOT = f"{ROOT_DIR}.this-document"   # the base URI of a document with no $id (a name no file has)
 MAX_UNION = 16   # allOf of two anyOf: their pairs as one anyOf up to this many (past it, the final check's)
-_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 NULLABLE = "x-clover-nullable"   # a merged allOf member that allows null besides its schema
 
 
@@ -177,6 +175,7 @@ class Document:
         self.draft = draft
         self.validator = draft_validator({"$schema": draft})
         self.keywords = keywords_of(self.validator)
+        self._keys: dict[int, str] = {}   # id() of a schema in a resource of another draft -> its id keyword
         self.base = join_uri(ROOT, self._id(root) or "")   # absolute: a member merged elsewhere keeps its references
         self.ids: dict[str, object] = {}
         self.refs: list[str] = []     # every reference in the document, absolute
@@ -185,9 +184,9 @@ class Document:
         self.ids.setdefault(urldefrag(self.base)[0], root)
 
     def _id_key(self, s: dict) -> str:
-        """The keyword naming `s`'s URI: its own draft's where it names one (a file of another
-        draft read_schema embedded), else the document's."""
-        return id_keyword(s["$schema"]) if isinstance(s.get("$schema"), str) else self.id
+        """The keyword naming `s`'s URI: the draft's of the schema resource it stands in (a file
+        of another draft read_schema embedded), else the document's."""
+        return self._keys.get(id(s), self.id)
 
     def _id(self, s) -> str | None:
         return s.get(key) if isinstance(s, dict) and isinstance(s.get(key := self._id_key(s)), str) else None
@@ -202,9 +201,14 @@ class Document:
         except Exception:   # a pattern Python's re cannot compile, a bound of the wrong kind
             return values
 
-    def _index(self, s, base: str) -> None:
+    def _index(self, s, base: str, key: str | None = None) -> None:
+        """Index `s` and the schemas in it by their `$id`s and anchors; `key` names a schema
+        resource's URI where `s` stands (a file of another draft: its own draft's)."""
         if not isinstance(s, dict):
             return
+        key = id_keyword(s["$schema"]) if isinstance(s.get("$schema"), str) else key or self.id
+        if key != self.id:
+            self._keys[id(s)] = key
         sid = self._id(s)
         if sid and sid.startswith("#"):   # drafts 4 to 7: a plain-name fragment
             self.ids.setdefault(f"{urldefrag(base)[0]}{sid}", s)
@@ -214,15 +218,9 @@ class Document:
         for anchor in ("$anchor", "$dynamicAnchor"):
             if isinstance(s.get(anchor), str):
                 self.ids.setdefault(f"{urldefrag(base)[0]}#{s[anchor]}", s)
-        self.refs += [join_uri(base, s[key]) for key in REFS if isinstance(s.get(key), str)]
-        for key in _SUBSCHEMA_LISTS:
-            for sub in s.get(key) if isinstance(s.get(key), list) else []:
-                self._index(sub, base)
-        for key in _SUBSCHEMA_MAPS:
-            for sub in (s.get(key) or {}).values() if isinstance(s.get(key), dict) else []:
-                self._index(sub, base)
-        for key in ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames"):
-            self._index(s.get(key), base)
+        self.refs += [join_uri(base, s[ref]) for ref in REFS if isinstance(s.get(ref), str)]
+        for _, sub in subschemas(s):
+            self._index(sub, base, key)
 
     def lookup(self, ref: str, base: str, path: str) -> tuple[object, str, str]:
         """The subschema `ref` names, the base URI inside it, and `ref` made absolute."""

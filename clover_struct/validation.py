@@ -78,8 +78,25 @@ def valid_schema(schema, where: tuple = ()):
     return cls
 
 
-# keywords whose values are JSON values, not schemas: a `$schema` inside one names no draft
-_INSTANCES = ("const", "enum", "default", "examples", "example")
+# Where a schema holds schemas (in any draft): lists of them, maps of names to them, one.
+SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
+SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+SUBSCHEMA_ONE = ("items", "additionalItems", "additionalProperties", "unevaluatedItems", "unevaluatedProperties",
+                 "not", "if", "then", "else", "contains", "propertyNames")
+
+
+def subschemas(s: dict):
+    """(location, schema) of each schema `s` holds itself, its location a key or a key and an
+    index or name; what no schema keyword holds (an `x-` word's value, an enum) is no schema."""
+    for key in SUBSCHEMA_LISTS:
+        if isinstance(s.get(key), list):
+            yield from (((key, k), v) for k, v in enumerate(s[key]))
+    for key in SUBSCHEMA_MAPS:
+        if isinstance(s.get(key), dict):
+            yield from (((key, name), v) for name, v in s[key].items())
+    for key in SUBSCHEMA_ONE:
+        if key in s and not isinstance(s[key], list):
+            yield (key,), s[key]
 
 
 def _resources(schema, cls) -> tuple[Any, list[tuple[tuple, dict]]]:
@@ -87,15 +104,24 @@ def _resources(schema, cls) -> tuple[Any, list[tuple[tuple, dict]]]:
     replaced by `{}`, and those resources with their locations."""
     others: list[tuple[tuple, dict]] = []
 
-    def walk(value, at: tuple):
-        if isinstance(value, list):
-            return [walk(v, at + (k,)) for k, v in enumerate(value)]
-        if not isinstance(value, dict):
-            return value
-        if at and isinstance(value.get("$schema"), str) and draft_validator(value) is not cls:
-            others.append((at, value))
+    def walk(s, at: tuple):
+        if not isinstance(s, dict):
+            return s
+        if at and isinstance(s.get("$schema"), str) and draft_validator(s) is not cls:
+            others.append((at, s))
             return {}
-        return {k: v if k in _INSTANCES else walk(v, at + (k,)) for k, v in value.items()}
+        out = s
+        for where, sub in subschemas(s):
+            if (new := walk(sub, at + where)) is sub:
+                continue
+            out = dict(out) if out is s else out
+            if len(where) == 1:
+                out[where[0]] = new
+            else:
+                if out[where[0]] is s[where[0]]:
+                    out[where[0]] = type(s[where[0]])(s[where[0]])
+                out[where[0]][where[1]] = new
+        return out
 
     return walk(schema, ()), others
 

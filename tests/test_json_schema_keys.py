@@ -360,6 +360,12 @@ def test_files_of_a_schema_set_that_name_other_drafts_each_keep_to_their_own(toy
     assert c.validate(c.fill({"t": 49.5, "p": ["N", 7]})) == {"t": 49.5, "p": ["N", 7]}
     with pytest.raises(ExtractionError, match="`t`: .*50 is greater than or equal to the maximum of 50"):
         c.validate(c.fill({"t": 50, "p": ["N", 7]}))
+    write(tmp_path / "ids.json", {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                                  "required": ["y"], "properties": {"y": {"$ref": "sub/d.json"}},
+                                  "definitions": {"d": {"id": "sub/d.json", "enum": ["p", "q"]}}})
+    nested = build_canvas(write(tmp_path / "root2.json", {**root, "properties": {"i": {"$ref": "ids.json"}},
+                                                          "required": ["i"]}), toy_tokenizer)
+    assert nested.slots[0].path == "i.y" and nested.slots[0].choices == ('"p"', '"q"')   # draft 4's id inside
     write(tmp_path / "temp.json", {"$schema": "http://json-schema.org/draft-04/schema#", "type": "number",
                                    "exclusiveMaximum": 50})   # a number here is draft 6's, not draft 4's
     with pytest.raises(SchemaError, match=r"\$defs.file:.*temp.json.exclusiveMaximum`: not a valid JSON Schema "

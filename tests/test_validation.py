@@ -75,6 +75,18 @@ def test_a_malformed_pattern_says_what_is_wrong_with_it():
         valid_schema({"type": "string", "pattern": "(["})
 
 
+def test_only_schemas_inside_a_schema_are_checked_by_the_draft_they_name():
+    """A `$schema` in an extension's value names no resource; a property named `default` holds one."""
+    from clover_struct.errors import SchemaError
+    from clover_struct.validation import valid_schema
+
+    d4, d7 = "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema#"
+    valid_schema({"$schema": d7, "x-sample": {"$schema": d4, "type": 5}})
+    valid_schema({"$schema": d7, "properties": {"default": {"$schema": d4, "maximum": 3, "exclusiveMaximum": True}}})
+    with pytest.raises(SchemaError, match="properties.default.exclusiveMaximum`: a boolean exclusiveMaximum is draft 4"):
+        valid_schema({"$schema": d4, "properties": {"default": {"$schema": d7, "exclusiveMaximum": True}}})
+
+
 def test_a_draft_4_bound_in_a_schema_that_names_no_draft_says_how_to_name_it():
     from clover_struct.errors import SchemaError
     from clover_struct.validation import valid_schema
