@@ -191,6 +191,13 @@ class Document:
     def _id(self, s) -> str | None:
         return s.get(key) if isinstance(s, dict) and isinstance(s.get(key := self._id_key(s)), str) else None
 
+    def _entered(self, s):
+        """`s` without the `$id` a base already holds, so that a relative one is not joined twice
+        (a target `sub/` reached by a pointer had been read at sub/sub/)."""
+        if not (sid := self._id(s)) or sid.startswith("#"):
+            return s
+        return {k: v for k, v in s.items() if k != self._id_key(s)}
+
     def allowed(self, rules: dict, values: list) -> list:
         """The `values` that meet `rules` (a value's own keywords: its type, bounds, length,
         pattern, format) as the document's draft reads them; all of them where the rules cannot
@@ -327,11 +334,13 @@ class Document:
                                           "remove the field or the not")
             if (sid := self._id(s)) and not sid.startswith("#") and s is not self.root:
                 out.base = join_uri(out.base, sid)
+                s = self._entered(s)
             if wholes := {k: int(v) for k in _COUNTS if isinstance(v := s.get(k), float) and v.is_integer()}:
                 s = {**s, **wholes}   # (maxLength 3.0 is an integer to the metaschema)
             if key := _ref_key(s):
                 here = out.base
                 target, out.base, uri = self.lookup(s[key], out.base, path)
+                target = self._entered(target)   # (out.base is the base inside it)
                 out.refs.append(uri)
                 rest = {} if self.ref_alone else {k: v for k, v in s.items() if k not in (key, self._id_key(s))}
                 rest = rest if here == out.base else self.anchored(rest, here)   # its references stay its own

@@ -346,6 +346,18 @@ def test_a_published_schema_set_saved_together_reads_its_references_from_the_fil
                      toy_tokenizer)
 
 
+@pytest.mark.parametrize("x", [
+    {"$id": "sub/", "type": "object", "required": ["v"], "properties": {"v": {"$ref": "h.json"}}},
+    {"$id": "sub/", "allOf": [{"type": "object", "required": ["v"], "properties": {"v": {"$ref": "h.json"}}}]},
+])
+def test_a_relative_id_is_joined_to_the_base_once(toy_tokenizer, x):
+    """A subschema with `$id: sub/`, reached by a pointer or holding an allOf, had been read at
+    sub/sub/, where its references found nothing."""
+    schema = {"type": "object", "required": ["w"], "properties": {"w": {"$ref": "#/$defs/x"}},
+              "$defs": {"x": x, "h": {"$id": "sub/h.json", "enum": ["SUB"]}}}
+    assert build_canvas(schema, toy_tokenizer).slots[0].choices == ('"SUB"',)
+
+
 def test_files_of_a_schema_set_that_name_other_drafts_each_keep_to_their_own(toy_tokenizer, tmp_path):
     """A 2020-12 schema referring to a draft-04 file (a boolean exclusiveMaximum) and a draft-07
     one (items as a list) had been checked whole against 2020-12's metaschema and refused."""
@@ -545,7 +557,8 @@ def test_a_draft_04_subschema_is_named_by_id_and_a_dollar_id_there_is_no_keyword
     vars_ = doc.resolve(schema["properties"]["vars"], "vars")
     assert vars_.base == "https://example.com/root.json"
     assert doc.resolve(vars_.schema["items"], "vars[0]", vars_.base).schema == {"type": "string", "maxLength": 3}
-    assert doc.resolve(schema["properties"]["copy"], "copy").schema == {"id": "units.json", "enum": ["ft", "m"]}
+    copy = doc.resolve(schema["properties"]["copy"], "copy")
+    assert (copy.schema, copy.base) == ({"enum": ["ft", "m"]}, "https://example.com/units.json")   # its id taken in
     assert "id" in doc.anchored(schema, doc.base)["properties"]
     assert {s.path for s in build_canvas(schema, toy_tokenizer).slots} >= {"vars[0]", "unit", "copy", "id"}
 
