@@ -51,10 +51,17 @@ _IDN_HOST = f"(?:{_IDN_LABEL}\\.)*(?:[A-Za-z]|{_WIDE})(?:(?:[A-Za-z0-9-]|{_WIDE}
 _OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 _IPV4 = f"{_OCTET}(?:\\.{_OCTET}){{3}}"
 _H16 = "[0-9a-fA-F]{1,4}"
-# every compressed form: k groups, "::", m groups, k + m <= 7; or all eight
-_IPV6 = "|".join([f"{_H16}(?::{_H16}){{7}}"] + [
-    (f"{_H16}(?::{_H16}){{{k - 1}}}" if k else "") + "::" + (f"{_H16}(?::{_H16}){{{m - 1}}}" if m else "")
-    for k in range(8) for m in range(8 - k) if k + m <= 7])
+_LS32 = f"(?:{_H16}:{_H16}|{_IPV4})"   # the last 32 bits: two groups, or an IPv4 address (::ffff:192.0.2.1)
+
+
+def _groups(n: int) -> str:
+    return f"(?:{_H16}:){{{n}}}" if n else ""
+
+
+# RFC 3986's IPv6address: all eight groups, or "::" standing for one or more zero groups
+_IPV6 = "|".join([f"{_groups(6)}{_LS32}", f"::{_groups(5)}{_LS32}"]
+                 + [f"(?:{_H16}(?::{_H16}){{0,{k}}})?::{_groups(4 - k)}{_LS32}" for k in range(5)]
+                 + [f"(?:{_H16}(?::{_H16}){{0,4}})?::{_H16}", f"(?:{_H16}(?::{_H16}){{0,5}})?::"])
 
 
 def _uri(wide: bool) -> tuple[str, str]:
@@ -77,7 +84,7 @@ _IDN_EMAIL = f"(?:[A-Za-z0-9_%+-]|{_WIDE})+(?:\\.(?:[A-Za-z0-9_%+-]|{_WIDE})+)*@
 _UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _NET4, _NET6 = f"{_IPV4}(?:/(?:3[0-2]|[12]?[0-9]))?", f"(?:{_IPV6})(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
 _POINTER = r'(?:/(?:[^"\\\x00-\x1f~/]|\\["\\bfnrt]|~[01])*)*'   # RFC 6901, as JSON string content
-_NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NET6}", 43)}
+_NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 49), "ipvany": (f"{_NET4}|{_NET6}", 49)}
 # format -> (content regex, longest text): JSON Schema's formats and, for pydantic models, pydantic's
 # own as it validates them (UUID4: its version and RFC 4122's variant; IPvAnyAddress; a network,
 # whose zero host bits are the final check's; AwareDatetime: model_schema.py). Pydantic's
@@ -85,14 +92,14 @@ _NETWORKS = {"ipv4": (_NET4, 18), "ipv6": (_NET6, 43), "ipvany": (f"{_NET4}|{_NE
 # hold a second's fraction and a lower-case t and z: STRICT_FORMATS, for JSON Schemas. (A model's
 # times are laid out as the shipped model was trained on them: whole seconds.)
 _STANDARD = {"date": (_DATE, 10), "uuid": (_UUID, 36), "duration": (_DURATION, 24), "email": (_EMAIL, 80),
-             "hostname": (_HOST, 120), "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 39), "uri": (_URI, 120),
+             "hostname": (_HOST, 120), "ipv4": (_IPV4, 15), "ipv6": (_IPV6, 45), "uri": (_URI, 120),
              "uri-reference": (_URI_REFERENCE, 120), "iri": (_IRI, 120),
              "iri-reference": (_IRI_REFERENCE, 120), "idn-hostname": (_IDN_HOST, 120),
              "idn-email": (_IDN_EMAIL, 80), "json-pointer": (_POINTER, 120),
              "relative-json-pointer": (f"(?:0|[1-9][0-9]*)(?:#|{_POINTER})", 120)}
 FORMATS = {**_STANDARD, "time": (f"{_CLOCK}{_OFFSET}?", 14), "date-time": (f"{_DATE}T{_CLOCK}{_OFFSET}?", 25),
            "date-time-aware": (f"{_DATE}T{_CLOCK}{_OFFSET}", 25), "date-time-naive": (f"{_DATE}T{_CLOCK}", 19),
-           "ipvanyaddress": (f"{_IPV4}|{_IPV6}", 39),
+           "ipvanyaddress": (f"{_IPV4}|{_IPV6}", 45),
            **{f"{v}{kind}": net for v, net in _NETWORKS.items() for kind in ("network", "interface")},
            **{f"uuid{v}": (f"{_HEX}{{8}}-{_HEX}{{4}}-{v}{_HEX}{{3}}-[89abAB]{_HEX}{{3}}-{_HEX}{{12}}", 36)
               for v in (1, 3, 4, 5, 6, 7, 8)}}

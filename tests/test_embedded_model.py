@@ -148,6 +148,13 @@ def test_reads_times_in_the_clock_the_text_names(model):
                                                     datetime(2026, 12, 3, 10, tzinfo=timezone.utc))
 
 
+def test_copies_an_ipv6_address_that_ends_in_an_ipv4_one(model):
+    """The IPv6 grammar had no dotted tail: '::ffff:192.0.2.1' was copied as '::ffff:192'."""
+    schema = {"type": "object", "required": ["ip"], "properties": {"ip": {"type": "string", "format": "ipv6",
+                                                                          "verbatim": True}}}
+    assert extract("Traffic from ::ffff:10.1.2.3 was blocked.", schema, model=model) == {"ip": "::ffff:10.1.2.3"}
+
+
 def test_a_copy_that_stands_alone_in_the_text_is_not_read_inside_a_word(model):
     """'7' copied from 'gate 7' had been placed in the BA72 before it, and widened there to BA7."""
     gate = {"type": "object", "required": ["gate"],
