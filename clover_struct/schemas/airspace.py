@@ -9,8 +9,8 @@ its two halves), the radius ('1NM', '1.35 nautical miles', '500米'), the vertic
 deciding choices (the kind of area, the clock, uas_only); it never writes a digit the text
 lacks. Properties give decimal degrees, metres and aware UTC datetimes; ``footprint()`` and
 ``contains()`` answer geometric questions. A notice that restricts no volume (a runway
-closure, a crane, a NOTAMC cancelling another, garbage) is a record with ``area`` null: ``defines_zone`` is False.
-Knows nothing of models, decoding or how notices are generated.
+closure, a crane, a NOTAMC cancelling another, garbage) is a record with ``area`` null:
+``defines_zone`` is False. Knows nothing of models, decoding or how notices are generated.
 """
 
 from __future__ import annotations
