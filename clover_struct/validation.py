@@ -138,8 +138,8 @@ def _schema_error(e, where: tuple) -> SchemaError:
                            "checks every value: fix it; write a Unicode property as a class (\\p{L}, a letter: "
                            "[^\\W\\d_]), a named group as (?P<name>...)")
     if isinstance(e.instance, bool) and where[-1:] in (("exclusiveMinimum",), ("exclusiveMaximum",)):
-        return SchemaError(path_of(where), f"a boolean {where[-1]} is draft 4's: say so with "
-                           '"$schema": "http://json-schema.org/draft-04/schema#", or give the bound itself as the number')
+        return SchemaError(path_of(where), f"a boolean {where[-1]} is draft 4's: say so with \"$schema\": "
+                           '"http://json-schema.org/draft-04/schema#", or give the bound itself as the number')
     return SchemaError(path_of(where), f"not a valid JSON Schema ({e.message}); fix the schema")
 
 

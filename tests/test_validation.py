@@ -83,7 +83,7 @@ def test_only_schemas_inside_a_schema_are_checked_by_the_draft_they_name():
     d4, d7 = "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema#"
     valid_schema({"$schema": d7, "x-sample": {"$schema": d4, "type": 5}})
     valid_schema({"$schema": d7, "properties": {"default": {"$schema": d4, "maximum": 3, "exclusiveMaximum": True}}})
-    with pytest.raises(SchemaError, match="properties.default.exclusiveMaximum`: a boolean exclusiveMaximum is draft 4"):
+    with pytest.raises(SchemaError, match="properties.default.exclusiveMaximum`: a boolean exclusiveMaximum is"):
         valid_schema({"$schema": d4, "properties": {"default": {"$schema": d7, "exclusiveMaximum": True}}})
 
 
