@@ -468,8 +468,8 @@ def serve(args) -> int:
     for name in ("max_batch", "max_pending", "max_body"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.max_wait_ms < 0:
-        raise CliError("--max-wait-ms must be 0 or more")
+    if not 0 <= args.max_wait_ms <= 60_000:   # (inf had made a lone request wait for ever, nan as 0)
+        raise CliError(f"--max-wait-ms must be 0 to 60000 (how long a batch waits to fill), got {args.max_wait_ms}")
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be 0 to 65535 (0: any free port), got {args.port}")
     try:

@@ -342,7 +342,9 @@ def test_a_stream_of_an_array_or_of_keys_that_look_like_paths_ends_in_the_record
 
 
 @pytest.mark.parametrize("argv,message", [(["--max-batch", "0"], "--max-batch must be at least 1"),
-                                          (["--max-wait-ms", "-1"], "--max-wait-ms must be 0 or more"),
+                                          (["--max-wait-ms", "-1"], "--max-wait-ms must be 0 to 60000"),
+                                          (["--max-wait-ms", "inf"], "--max-wait-ms must be 0 to 60000"),
+                                          (["--max-wait-ms", "nan"], "--max-wait-ms must be 0 to 60000"),
                                           (["--port", "70000"], "--port must be 0 to 65535"),
                                           (["--host", "nowhere.invalid"], "cannot listen on nowhere.invalid:8000")])
 def test_serve_options_out_of_range_are_one_line(argv, message, capsys):
